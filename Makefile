@@ -1,0 +1,77 @@
+# protolab: the entry point. `make help` lists the targets.
+SHELL := /bin/bash
+.SHELLFLAGS := -eu -o pipefail -c
+.DEFAULT_GOAL := help
+
+VENV     := .venv
+PY       := $(VENV)/bin/python
+PROTOLAB := $(VENV)/bin/protolab
+NAME     ?= smoke
+PROFILE  ?= quick
+export GOTOOLCHAIN := local
+export PATH := $(PATH):/usr/local/go/bin
+export ANSIBLE_CONFIG := $(CURDIR)/ansible/ansible.cfg
+
+.PHONY: help setup venv images experiment test lint unit go-test integration bench clean up down nightly schema
+
+help: ## list the targets
+	@echo "protolab -- containerized protocol-performance lab"
+	@echo "usage: make experiment NAME=smoke [PROFILE=quick|full]"
+	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-12s %s\n", $$1, $$2}'
+
+$(VENV)/.installed: requirements.txt pyproject.toml
+	@dpkg -s python3-venv >/dev/null 2>&1 || { apt-get update -q && DEBIAN_FRONTEND=noninteractive apt-get install -y -q python3-venv; }
+	/usr/bin/python3 -m venv --system-site-packages $(VENV)
+	$(VENV)/bin/pip install -q --disable-pip-version-check -r requirements.txt
+	$(VENV)/bin/pip install -q --disable-pip-version-check --no-deps -e .
+	@touch $@
+
+venv: $(VENV)/.installed ## the Python venv (Debian python3 + pinned packages)
+
+setup: venv ## provision this machine as a testbed host with Ansible (idempotent)
+	@start=$$(date +%s); \
+	$(VENV)/bin/ansible-playbook ansible/site.yml -e testbed_compose_binary=$(CURDIR)/$(VENV)/bin/docker-compose \
+	  | grep -vE '^\s*$$' ; \
+	echo "[setup] done in $$(( $$(date +%s) - start ))s"
+
+images: setup ## build the container images that are missing or stale
+	$(PROTOLAB) images
+
+experiment: images ## run experiments/$(NAME).yaml with profile $(PROFILE)
+	$(PROTOLAB) run $(NAME) --profile $(PROFILE)
+
+schema: venv ## regenerate experiments/schema.json from the spec models
+	$(PROTOLAB) schema
+
+lint: venv ## ruff, gofmt, go vet, schema freshness
+	$(VENV)/bin/ruff check protolab mininet-topologies
+	$(VENV)/bin/ruff format --check protolab mininet-topologies
+	@test -z "$$(cd agents && gofmt -l .)" || { echo "gofmt needed:"; cd agents && gofmt -l .; exit 1; }
+	cd agents && go vet ./...
+	$(PROTOLAB) schema --check
+
+unit: venv ## fast rootless tests (Python)
+	$(PY) -m pytest -q protolab/tests/unit
+
+go-test: ## Go tests of the agents module
+	cd agents && go test ./...
+
+integration: images ## tests on a real lab (root, Docker, Mininet)
+	$(PY) -m pytest -q -m integration protolab/tests/integration
+
+test: images lint unit go-test integration ## everything: lint, unit, Go, integration (what CI runs)
+
+bench: images ## benchmarks (figures, not gates): deploy/teardown time per node
+	$(PY) -m bench.deploy
+
+nightly: images ## every experiment's quick profile
+	@for f in experiments/*.yaml; do n=$$(basename $$f .yaml); $(PROTOLAB) run $$n --profile quick || exit 1; done
+
+up: images ## start the monitoring stack alone
+	$(PROTOLAB) up
+
+down: venv ## stop the monitoring stack
+	$(PROTOLAB) down
+
+clean: ## remove everything protolab created on this machine (also after a killed run)
+	@if [ -x $(PROTOLAB) ]; then $(PROTOLAB) clean; else echo "no venv: nothing was ever set up here"; fi

@@ -1,0 +1,168 @@
+"""protolab: run containerized Mininet experiments and turn them into results folders.
+
+protolab run NAME [--profile quick] [--dry-run] [--keep]   run experiments/NAME.yaml
+protolab validate [NAME ...]                              check specs (all when none named)
+protolab report RESULTS_DIR                               regenerate tables, plots, report.html
+protolab images [--force]                                 build the container images (as needed)
+protolab up | down                                        the monitoring stack alone
+protolab clean [--check]                                  remove everything protolab created
+protolab schema [--check]                                 write (or verify) experiments/schema.json
+"""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import os
+import sys
+from pathlib import Path
+
+
+def _need_root(what: str) -> None:
+    if os.geteuid() != 0:
+        sys.exit(f"protolab {what}: needs root (Mininet, tc and Docker); run it with sudo or as root")
+
+
+def cmd_run(a: argparse.Namespace) -> int:
+    from . import spec
+
+    plan = spec.load(spec.find(a.name), a.profile)
+    print(plan.describe(), flush=True)
+    if a.dry_run:
+        return 0
+    _need_root("run")
+    from mininet.log import setLogLevel
+
+    setLogLevel("critical")  # tc warnings (HTB quantum) are not errors
+    from .runner import Runner
+
+    Runner(plan, results_root=Path(a.results), keep=a.keep).run()
+    return 0
+
+
+def cmd_validate(a: argparse.Namespace) -> int:
+    from . import spec
+
+    paths = [spec.find(n) for n in a.names] or sorted(spec.EXPERIMENTS_DIR.glob("*.yaml"))
+    for path in paths:
+        data = spec.yaml.safe_load(path.read_text()) or {}
+        for profile in [None, *sorted(data.get("profiles") or {})]:
+            plan = spec.load(path, profile)
+            print(f"ok {path.name} profile={profile or '(base)'}: {len(plan.points)} point(s)")
+    return 0
+
+
+def cmd_report(a: argparse.Namespace) -> int:
+    from .results import render
+
+    for p in render.render_all(Path(a.dir)):
+        print(p)
+    return 0
+
+
+def cmd_images(a: argparse.Namespace) -> int:
+    _need_root("images")
+    from . import images
+
+    for ref, iid in images.ensure_all(force=a.force).items():
+        print(f"{ref} {iid[:19]}")
+    return 0
+
+
+def cmd_up(_a: argparse.Namespace) -> int:
+    _need_root("up")
+    import docker
+
+    from . import monitor
+
+    monitor.up(docker.from_env())
+    print(f"Prometheus: {monitor.prometheus_url()}")
+    return 0
+
+
+def cmd_down(_a: argparse.Namespace) -> int:
+    _need_root("down")
+    from . import monitor
+
+    monitor.down()
+    return 0
+
+
+def cmd_clean(a: argparse.Namespace) -> int:
+    _need_root("clean")
+    from . import cleanup
+
+    if not a.check:
+        cleanup.clean()
+    left = cleanup.leftovers()
+    for item in left:
+        print(f"left: {item}")
+    if not left:
+        print("clean: nothing of protolab's is left on this machine")
+    return 1 if left else 0
+
+
+def cmd_schema(a: argparse.Namespace) -> int:
+    import json
+
+    from . import spec
+
+    if a.check:
+        current = json.loads(spec.SCHEMA_PATH.read_text()) if spec.SCHEMA_PATH.exists() else None
+        if current != json.loads(json.dumps(spec.json_schema(), sort_keys=True)):
+            print(f"{spec.SCHEMA_PATH} is stale: run `protolab schema`", file=sys.stderr)
+            return 1
+        return 0
+    spec.write_schema()
+    print(spec.SCHEMA_PATH)
+    return 0
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(
+        prog="protolab", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    ap.add_argument("-v", "--verbose", action="store_true", help="debug logging")
+    sub = ap.add_subparsers(dest="command", required=True)
+    r = sub.add_parser("run", help="run an experiment")
+    r.add_argument("name", help="experiment name (experiments/NAME.yaml) or a path to a spec")
+    r.add_argument("--profile", default=None, help="profile from the spec (e.g. quick, full)")
+    r.add_argument("--dry-run", action="store_true", help="print the plan and stop")
+    r.add_argument("--keep", action="store_true", help="leave the last lab and monitoring up (make clean removes them)")
+    r.add_argument("--results", default=str(Path(__file__).resolve().parent.parent / "results"), help="results root")
+    r.set_defaults(fn=cmd_run)
+    v = sub.add_parser("validate", help="validate experiment specs")
+    v.add_argument("names", nargs="*")
+    v.set_defaults(fn=cmd_validate)
+    rp = sub.add_parser("report", help="regenerate tables, plots and report.html from a results folder")
+    rp.add_argument("dir")
+    rp.set_defaults(fn=cmd_report)
+    im = sub.add_parser("images", help="build container images that are missing or stale")
+    im.add_argument("--force", action="store_true")
+    im.set_defaults(fn=cmd_images)
+    sub.add_parser("up", help="start the monitoring stack").set_defaults(fn=cmd_up)
+    sub.add_parser("down", help="stop the monitoring stack").set_defaults(fn=cmd_down)
+    c = sub.add_parser("clean", help="remove everything protolab created on this machine")
+    c.add_argument("--check", action="store_true", help="only list leftovers (exit 1 if any)")
+    c.set_defaults(fn=cmd_clean)
+    s = sub.add_parser("schema", help="write experiments/schema.json")
+    s.add_argument("--check", action="store_true", help="fail if the committed schema is stale")
+    s.set_defaults(fn=cmd_schema)
+    a = ap.parse_args(argv)
+    logging.basicConfig(
+        level=logging.DEBUG if a.verbose else logging.WARNING, format="%(levelname)s %(name)s: %(message)s"
+    )
+    from .spec import SpecError
+
+    try:
+        return a.fn(a)
+    except SpecError as exc:
+        print(exc, file=sys.stderr)
+        return 2
+    except RuntimeError as exc:
+        print(f"protolab {a.command}: {exc}", file=sys.stderr)
+        return 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

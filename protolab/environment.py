@@ -1,0 +1,84 @@
+"""What ran where: the static and dynamic environment of a run (SPIMS sec. 5), for manifest.json."""
+
+from __future__ import annotations
+
+import os
+import platform
+from pathlib import Path
+from typing import Any
+
+import psutil
+
+from .shell import run
+
+REPO = Path(__file__).resolve().parent.parent
+SYSCTLS = [
+    "net.core.rmem_max", "net.core.wmem_max", "net.core.netdev_max_backlog", "net.ipv4.tcp_congestion_control",
+    "net.ipv4.tcp_rmem", "net.ipv4.tcp_wmem", "net.bridge.bridge-nf-call-iptables",
+]  # fmt: skip
+
+
+def git_commit() -> dict[str, Any]:
+    commit = run(["git", "-C", str(REPO), "rev-parse", "HEAD"], check=False).strip() or "unknown"
+    dirty = bool(run(["git", "-C", str(REPO), "status", "--porcelain", "--untracked-files=no"], check=False).strip())
+    return {"commit": commit, "dirty": dirty}
+
+
+def _first_line(cmd: list[str]) -> str:
+    out = run(cmd, check=False).strip().splitlines()
+    return out[0] if out else "not found"
+
+
+def tool_versions() -> dict[str, str]:
+    try:
+        import mininet.net
+
+        mn = getattr(mininet.net, "VERSION", "?")
+    except ImportError:
+        mn = "not installed"
+    return {
+        "python": platform.python_version(),
+        "mininet": mn,
+        "docker": _first_line(["docker", "version", "--format", "{{.Server.Version}}"]),
+        "iproute2": _first_line(["ip", "-V"]),
+        "iptables": _first_line(["iptables", "-V"]),
+    }
+
+
+def static() -> dict[str, Any]:
+    """What does not change during a run: machine, kernel, configuration."""
+    cpu_model = "unknown"
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                cpu_model = line.split(":", 1)[1].strip()
+                break
+    except OSError:
+        pass
+    sysctls = {}
+    for s in SYSCTLS:
+        p = Path("/proc/sys") / s.replace(".", "/")
+        try:
+            sysctls[s] = p.read_text().strip()
+        except OSError:
+            sysctls[s] = None
+    return {
+        "hostname": platform.node(),
+        "kernel": platform.release(),
+        "os": platform.freedesktop_os_release().get("PRETTY_NAME", "?")
+        if hasattr(platform, "freedesktop_os_release")
+        else "?",
+        "cpu_model": cpu_model,
+        "cpu_count": os.cpu_count(),
+        "memory_bytes": psutil.virtual_memory().total,
+        "sysctls": sysctls,
+    }
+
+
+def dynamic() -> dict[str, Any]:
+    """What does change: load, memory in use, other processes' CPU."""
+    return {
+        "loadavg": list(os.getloadavg()),
+        "memory_available_bytes": psutil.virtual_memory().available,
+        "processes": len(psutil.pids()),
+    }

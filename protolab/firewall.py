@@ -1,0 +1,100 @@
+"""The Docker FORWARD-DROP / br_netfilter trap, found and fixed narrowly for the lab's own bridges.
+
+Docker sets the iptables FORWARD policy to DROP; with br_netfilter's `bridge-nf-call-iptables` on, frames
+bridged between two ports of *any* Linux bridge traverse that chain, so a Mininet LAN silently loses all
+traffic. We neither switch the sysctl off (Docker needs it) nor open FORWARD: one rule per family accepts
+only frames bridged within a `plab-*` bridge, tagged with the comment `protolab` so teardown and
+`protolab clean` remove exactly it.
+"""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass
+from pathlib import Path
+
+from .naming import PREFIX, RULE_COMMENT
+from .shell import CommandError, ok, run
+
+log = logging.getLogger(__name__)
+
+FAMILIES = {"ipv4": ("iptables", "bridge-nf-call-iptables"), "ipv6": ("ip6tables", "bridge-nf-call-ip6tables")}
+_RULE = ["-i", f"{PREFIX}+", "-o", f"{PREFIX}+", "-m", "physdev", "--physdev-is-bridged",
+         "-m", "comment", "--comment", RULE_COMMENT, "-j", "ACCEPT"]  # fmt: skip
+
+
+@dataclass
+class FamilyState:
+    family: str
+    bridge_netfilter: bool  # bridged frames go through this family's FORWARD chain
+    forward_policy: str  # ACCEPT / DROP / (unknown)
+    chain: str  # where our rule goes: DOCKER-USER when Docker made it, else FORWARD
+    rule_present: bool
+
+    @property
+    def would_drop(self) -> bool:
+        return self.bridge_netfilter and self.forward_policy != "ACCEPT"
+
+
+def _sysctl(name: str) -> bool:
+    path = Path("/proc/sys/net/bridge") / name
+    try:
+        return path.read_text().strip() == "1"
+    except OSError:
+        return False  # br_netfilter not loaded: bridged frames skip iptables
+
+
+def inspect() -> list[FamilyState]:
+    states = []
+    for family, (tool, sysctl) in FAMILIES.items():
+        policy, chain = "(unknown)", "FORWARD"
+        try:
+            rules = run([tool, "-w", "-S", "FORWARD"]).splitlines()
+            policy = next((r.split()[2] for r in rules if r.startswith("-P FORWARD")), policy)
+            if ok([tool, "-w", "-S", "DOCKER-USER"]):
+                chain = "DOCKER-USER"
+        except CommandError:
+            pass
+        present = ok([tool, "-w", "-C", chain, *_RULE])
+        states.append(FamilyState(family, _sysctl(sysctl), policy, chain, present))
+    return states
+
+
+def ensure_bridged_forwarding() -> list[str]:
+    """Add our narrow ACCEPT where bridged lab frames would be dropped; return what was done."""
+    actions = []
+    for st in inspect():
+        if not st.would_drop or st.rule_present:
+            continue
+        tool = FAMILIES[st.family][0]
+        try:
+            run([tool, "-w", "-I", st.chain, "1", *_RULE])
+        except CommandError as exc:
+            raise RuntimeError(
+                f"{st.family}: FORWARD policy is {st.forward_policy} and bridged frames pass through it "
+                f"(net.bridge.{FAMILIES[st.family][1]}=1), so lab traffic would be dropped, and adding the "
+                f"narrow accept rule failed: {exc}"
+            ) from None
+        actions.append(
+            f"{st.family}: FORWARD policy {st.forward_policy} with bridge netfilter on would drop bridged lab "
+            f"frames; inserted an ACCEPT for frames bridged within {PREFIX}* bridges into {st.chain}"
+        )
+    return actions
+
+
+def remove_rules() -> int:
+    """Delete every rule carrying our comment, in any chain of the filter table; return how many."""
+    removed = 0
+    for tool, _ in FAMILIES.values():
+        try:
+            rules = run([tool, "-w", "-S"]).splitlines()
+        except CommandError:
+            continue
+        for rule in rules:
+            if f"--comment {RULE_COMMENT}" not in rule or not rule.startswith("-A "):
+                continue
+            args = rule.split()
+            args[0] = "-D"
+            if ok([tool, "-w", *args]):
+                removed += 1
+    return removed

@@ -1,0 +1,107 @@
+"""Container images: bootstrap the base offline if needed, build the agent, build labelled images.
+
+Dockerfiles stay conventional (`FROM debian:bookworm`). When no registry can provide the base image,
+it is made locally with debootstrap + `docker import`, and we say so. Each image is labelled with the git
+commit and a hash of everything that goes into it; an image whose content hash is current is not rebuilt.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import shutil
+import tempfile
+import time
+from pathlib import Path
+
+from .environment import git_commit
+from .shell import CommandError, ok, run
+
+REPO = Path(__file__).resolve().parent.parent
+IMAGES = REPO / "images"
+AGENTS = REPO / "agents"
+BASE = "debian:bookworm"
+MIRROR = os.environ.get("PROTOLAB_DEBIAN_MIRROR", "http://deb.debian.org/debian")
+HASH_LABEL = "protolab.content-hash"
+NAMES = {"node": "protolab/node:latest", "monitor": "protolab/monitor:latest"}
+
+
+def say(msg: str) -> None:
+    print(f"[images] {msg}", flush=True)
+
+
+def image_label(ref: str, label: str) -> str | None:
+    out = run(["docker", "image", "inspect", "--format", f'{{{{index .Config.Labels "{label}"}}}}', ref], check=False)
+    return out.strip() or None
+
+
+def image_id(ref: str) -> str | None:
+    return run(["docker", "image", "inspect", "--format", "{{.Id}}", ref], check=False).strip() or None
+
+
+def ensure_base() -> None:
+    if image_id(BASE):
+        return
+    say(f"{BASE} is not here; trying the registry")
+    if ok(["docker", "pull", BASE], timeout=60):
+        return
+    if not shutil.which("debootstrap"):
+        raise RuntimeError(f"cannot pull {BASE} and debootstrap is not installed (run `make setup`)")
+    t0 = time.monotonic()
+    say(f"no registry reachable: bootstrapping {BASE} locally with debootstrap from {MIRROR} (about a minute)")
+    with tempfile.TemporaryDirectory(prefix="protolab-rootfs-") as root:
+        run(["debootstrap", "--variant=minbase", "bookworm", root, MIRROR], timeout=900)
+        run(["sh", "-c", f"tar -C {root} -c . | docker import - {BASE}"], timeout=300)
+    say(f"bootstrapped {BASE} in {time.monotonic() - t0:.0f}s")
+
+
+def _hash_tree(h: hashlib._Hash, root: Path, patterns: tuple[str, ...]) -> None:
+    for p in sorted(root.rglob("*")):
+        if p.is_file() and any(p.match(pat) for pat in patterns) and "testdata" not in p.parts:
+            h.update(str(p.relative_to(REPO)).encode())
+            h.update(p.read_bytes())
+
+
+def content_hash(name: str) -> str:
+    h = hashlib.sha256()
+    _hash_tree(h, IMAGES / name, ("Dockerfile", "*.yml", "*.yaml", "*.json", ".dockerignore"))
+    if name == "node":
+        _hash_tree(h, AGENTS, ("*.go", "go.mod", "go.sum"))
+    return h.hexdigest()[:16]
+
+
+def build_agent() -> Path:
+    out = IMAGES / "node" / "bin" / "protolab-agent"
+    out.parent.mkdir(parents=True, exist_ok=True)
+    rev = git_commit()["commit"][:12]
+    env = "CGO_ENABLED=0 GOTOOLCHAIN=local"
+    run(["sh", "-c", f'cd {AGENTS} && {env} go build -trimpath -ldflags "-s -w -X main.revision={rev}" '
+         f"-o {out} ./cmd/protolab-agent"], timeout=600)  # fmt: skip
+    return out
+
+
+def build(name: str, force: bool = False) -> bool:
+    """Build images/<name> unless its content hash is current; return whether it built."""
+    ref, want = NAMES[name], content_hash(name)
+    if not force and image_label(ref, HASH_LABEL) == want:
+        return False
+    ensure_base()
+    t0 = time.monotonic()
+    if name == "node":
+        build_agent()
+    rev = git_commit()["commit"]
+    try:
+        run(["docker", "build", "-q", "-t", ref, "--label", f"{HASH_LABEL}={want}", "--build-arg", f"REVISION={rev}",
+             str(IMAGES / name)], timeout=1200)  # fmt: skip
+    except CommandError as exc:
+        raise RuntimeError(f"building {ref} failed:\n{exc.stderr[-3000:]}") from None
+    say(f"built {ref} in {time.monotonic() - t0:.1f}s")
+    return True
+
+
+def ensure_all(force: bool = False) -> dict[str, str]:
+    t0 = time.monotonic()
+    built = [n for n in NAMES if build(n, force)]
+    if not built:
+        say(f"images up to date ({', '.join(NAMES.values())}) [{time.monotonic() - t0:.1f}s]")
+    return {ref: image_id(ref) or "?" for ref in NAMES.values()}

@@ -1,0 +1,35 @@
+"""Names and labels of everything the tool creates on a machine, so `protolab clean` can find it all.
+
+- Docker containers, networks: label `protolab.managed=true` (and `protolab.run=<run id>`); containers are
+  named `plab-<node>`; the monitoring stack is the compose project `protolab`.
+- Root-namespace links (bridges, their veth ends, IFBs): name starts with `plab-`.
+- iptables/ip6tables rules: comment `protolab`.
+- nftables tables: name starts with `protolab`.
+- Processes (Mininet node shells): environment variable `PROTOLAB_NODE`.
+"""
+
+LABEL = "protolab.managed"
+RUN_LABEL = "protolab.run"
+NODE_LABEL = "protolab.node"
+ROLE_LABEL = "protolab.role"
+PREFIX = "plab-"
+CONTAINER_PREFIX = "plab-"
+MGMT_NETWORK = "plab-mgmt"
+COMPOSE_PROJECT = "protolab"
+RULE_COMMENT = "protolab"
+NFT_TABLE_PREFIX = "protolab"
+PROCESS_ENV = "PROTOLAB_NODE"
+STATE_DIR = "/run/protolab"
+AGENT_PORT = 9100
+
+
+def bridge_name(switch: str) -> str:
+    """Root-namespace name of a topology switch: s1 -> plab-s1 (interfaces plab-s1-eth1, ...)."""
+    name = PREFIX + switch
+    if len(name) > 10:  # room for '-eth' + 1..2 digits within IFNAMSIZ (15)
+        raise ValueError(f"switch name {switch!r} too long (max {10 - len(PREFIX)} characters)")
+    return name
+
+
+def container_name(node: str) -> str:
+    return CONTAINER_PREFIX + node

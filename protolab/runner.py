@@ -1,0 +1,301 @@
+"""Run a planned experiment: monitoring up, each lab deployed once, every point x repetition measured,
+everything torn down (also on Ctrl-C and exceptions), and a results folder written.
+
+Progress goes to the terminal as one line per measurement with an ETA. Measurement windows run from the
+phase start + warmup to the phase end; interface rates and CPU come from Prometheus's raw samples in that
+window; task figures from the workloads' own reports.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+import logging
+import signal
+import threading
+import time
+from pathlib import Path
+from typing import Any
+
+from . import environment, firewall, guard, monitor, naming, topo
+from .lab import Lab, remove_containers
+from .spec import Measurement, Plan, Point
+from .workloads import RUNNERS
+
+log = logging.getLogger(__name__)
+RESULTS = Path(__file__).resolve().parent.parent / "results"
+SCRAPE_SETTLE_SECONDS = 1.5  # one more scrape after a phase so its last counters are in Prometheus
+
+_SERIES = {
+    ("interface_rate", "rx", "bits"): "protolab_interface_receive_bytes_total",
+    ("interface_rate", "tx", "bits"): "protolab_interface_transmit_bytes_total",
+    ("interface_rate", "rx", "packets"): "protolab_interface_receive_packets_total",
+    ("interface_rate", "tx", "packets"): "protolab_interface_transmit_packets_total",
+}
+
+
+class Progress:
+    def __init__(self, total: int) -> None:
+        self.total, self.done, self.t0 = total, 0, time.monotonic()
+
+    def step(self, what: str) -> None:
+        elapsed = time.monotonic() - self.t0
+        eta = "?" if not self.done else f"{elapsed / self.done * (self.total - self.done):.0f}s"
+        pct = 100 * self.done / self.total
+        print(f"[{self.done + 1}/{self.total} {pct:3.0f}% elapsed {elapsed:.0f}s ETA {eta}] {what}", flush=True)
+
+    def finish(self) -> None:
+        self.done += 1
+
+
+def _selector(m: Measurement) -> tuple[str, float]:
+    """PromQL selector for a measurement, and the factor from counter units to the column's unit."""
+    if m.kind == "cpu":
+        return f'protolab_cpu_seconds_total{{node="{m.node}"}}', 1.0
+    metric = _SERIES[(m.kind, m.direction, m.unit)]
+    factor = 8.0 if m.unit == "bits" else 1.0
+    return f'{metric}{{node="{m.node}",interface="{m.interface}"}}', factor
+
+
+class _InterruptedError(Exception):
+    pass
+
+
+def _install_signal_handlers() -> dict[int, Any]:
+    def handler(signum: int, _frame: Any) -> None:
+        raise _InterruptedError(signal.Signals(signum).name)
+
+    old = {}
+    if threading.current_thread() is threading.main_thread():
+        for s in (signal.SIGINT, signal.SIGTERM):
+            old[s] = signal.signal(s, handler)
+    return old
+
+
+class Runner:
+    def __init__(self, plan: Plan, results_root: Path = RESULTS, keep: bool = False) -> None:
+        self.plan, self.keep = plan, keep
+        self.results_root = results_root
+        self.rows: list[dict[str, Any]] = []
+        self.guard: dict[str, Any] = {}
+        self.invalid: list[str] = []
+        self.deployments: list[dict[str, Any]] = []
+        self.actions: list[str] = []
+
+    def run(self) -> Path:
+        import docker
+
+        from .results.store import RunDir
+
+        e = self.plan.base
+        self.rundir = RunDir.create(self.results_root, e.name)
+        started = dt.datetime.now(dt.UTC).isoformat()
+        client = docker.from_env()
+        images = {
+            n: _image_id(client, n) for n in {s.image for p in self.plan.points for s in p.experiment.nodes.values()}
+        }
+        manifest = self._manifest(started, images)
+        self.rundir.write_json("manifest.json", manifest)
+        print(f"results -> {self.rundir.path}", flush=True)
+        old = _install_signal_handlers()
+        raw = self.rundir.raw_writer()
+        progress = Progress(sum(p.experiment.repetitions for p in self.plan.points))
+        lab: Lab | None = None
+        error: BaseException | None = None
+        try:
+            monitor.up(client)
+            prom = monitor.Prometheus()
+            groups: dict[str, list[Point]] = {}
+            for p in self.plan.points:
+                groups.setdefault(p.topology_key(), []).append(p)
+            for gi, points in enumerate(groups.values()):
+                ex = points[0].experiment
+                topology = topo.build(ex.topology.kind, ex.topology.params)
+                node_images = {h.name: (ex.nodes.get(h.name) or ex.nodes.get("default")).image for h in topology.hosts}
+                cpus = {h.name: (ex.nodes.get(h.name) or ex.nodes.get("default")).cpus for h in topology.hosts}
+                print(f"deploying lab {gi + 1}/{len(groups)}: {ex.topology.kind} {ex.topology.params}", flush=True)
+                lab = Lab(topology, self.rundir.run_id, node_images, cpus, client=client)
+                lab.deploy()
+                self.actions += lab.actions
+                monitor.write_targets(lab.targets())
+                prom.wait_targets({h.name for h in topology.hosts})
+                self.deployments.append({"topology": ex.topology.model_dump(mode="json"), **lab.timings})
+                for point in points:
+                    for rep in range(point.experiment.repetitions):
+                        progress.step(f"{point.id} {point.label()} rep {rep + 1}/{point.experiment.repetitions}")
+                        self.rows.append(self._measure(point, rep, lab, prom, raw))
+                        progress.finish()
+                monitor.write_targets([])
+                if not (self.keep and gi == len(groups) - 1):
+                    lab.teardown()
+                    lab = None
+        except (_InterruptedError, KeyboardInterrupt) as exc:
+            error = exc
+            self.invalid.append(f"interrupted ({exc or 'SIGINT'}) after {len(self.rows)} measurement(s)")
+            print(f"\ninterrupted ({exc or 'SIGINT'}): tearing down", flush=True)
+        except BaseException as exc:
+            error = exc
+            self.invalid.append(f"aborted: {type(exc).__name__}: {exc}")
+            raise
+        finally:
+            raw.close()
+            if self.keep and error is None:
+                print("--keep: the lab and monitoring stay up; `make clean` removes them", flush=True)
+            else:
+                self._teardown(lab, client)
+            for s, h in old.items():
+                signal.signal(s, h)
+            manifest["finished_at"] = dt.datetime.now(dt.UTC).isoformat()
+            manifest["environment"]["dynamic_end"] = environment.dynamic()
+            manifest["deployments"] = self.deployments
+            manifest["preflight_actions"] = self.actions
+            self.rundir.write_json("manifest.json", manifest)
+            self._finish()
+        if error is not None:
+            raise SystemExit(130)
+        return self.rundir.path
+
+    def _teardown(self, lab: Lab | None, client: Any) -> None:
+        if lab is not None:
+            lab.teardown()
+        for step in (monitor.down, firewall.remove_rules):
+            try:
+                step()
+            except Exception as exc:
+                log.warning("teardown: %s: %s", step.__name__, exc)
+        remove_containers(
+            client,
+            [
+                c.name
+                for c in client.containers.list(all=True, filters={"label": f"{naming.RUN_LABEL}={self.rundir.run_id}"})
+            ],
+        )
+        try:
+            client.networks.get(naming.MGMT_NETWORK).remove()
+        except Exception:
+            pass
+
+    def _measure(self, point: Point, rep: int, lab: Lab, prom: monitor.Prometheus, raw: Any) -> dict[str, Any]:
+        ex = point.experiment
+        row: dict[str, Any] = {"point": point.id, "repetition": rep, **{k: _cell(v) for k, v in point.values.items()}}
+        time.sleep(ex.settle)
+        unshaped = _unshaped(lab)
+        before = guard.snapshot(unshaped)
+        windows = []
+        for phase in ex.phases:
+            runners = [RUNNERS.get(t.kind)(t, lab) for t in phase.tasks]
+            for r in runners:
+                r.prepare()
+            t0 = time.time()
+            errors: list[str] = []
+            threads = [threading.Thread(target=_run_task, args=(r, errors), daemon=True) for r in runners]
+            for th in threads:
+                th.start()
+            for th in threads:
+                th.join()
+            t1 = time.time()
+            if errors:
+                raise RuntimeError(f"{point.id} phase {phase.name}: " + "; ".join(errors))
+            for r in runners:
+                row.update(r.result())
+            windows.append((phase.name, t0 + ex.warmup, t0 + max(t.duration for t in phase.tasks)))
+            _ = t1
+        after = guard.snapshot(unshaped)
+        figures, reasons = guard.assess(before, after)
+        self.guard[f"{point.id}/{rep}"] = {"figures": figures, "reasons": reasons}
+        if reasons:
+            self.invalid.append(f"{point.id} rep {rep} ({point.label()}): " + "; ".join(reasons))
+        time.sleep(SCRAPE_SETTLE_SECONDS)
+        for m in ex.measurements:
+            expr, factor = _selector(m)
+            values = []
+            for phase_name, ws, we in windows:
+                for labels, samples in prom.samples(expr, ws - 1, we + 1):
+                    for s in samples:
+                        raw.write(point.id, rep, phase_name, m.column, labels, s.timestamp, s.value)
+                    inside = [s for s in samples if ws <= s.timestamp <= we]
+                    rate = monitor.counter_rate(inside)
+                    if rate is not None:
+                        values.append(rate * factor)
+            row[m.column] = sum(values) / len(values) if values else None
+        return row
+
+    def _manifest(self, started: str, images: dict[str, str]) -> dict[str, Any]:
+        e = self.plan.base
+        return {
+            "schema_version": 1,
+            "experiment": e.name,
+            "run_id": self.rundir.run_id,
+            "profile": self.plan.profile,
+            "spec_file": str(self.plan.source),
+            "spec": self.plan.raw,
+            "points": [{"id": p.id, "values": p.values, "label": p.label()} for p in self.plan.points],
+            "git_commit": environment.git_commit(),
+            "images": images,
+            "kernel": environment.static()["kernel"],
+            "host": environment.static(),
+            "tool_versions": environment.tool_versions(),
+            "impairment_backend": "tc-htb (rate only; loss/delay backends arrive with fault injection)",
+            "random_seed": e.random_seed,
+            "started_at": started,
+            "finished_at": None,
+            "environment": {"static": environment.static(), "dynamic": environment.dynamic()},
+        }
+
+    def _finish(self) -> None:
+        from .results import checks, render
+
+        e = self.plan.base
+        columns = list(dict.fromkeys(c for p in self.plan.points for c in p.experiment.columns()))
+        self.rundir.write_tidy(self.rows, list(e.sweep), columns)
+        measured = {r["point"] for r in self.rows}
+        reasons = self.invalid + ([] if self.rows else ["nothing was measured"])
+        points = [p for p in self.plan.points if p.id in measured]
+        summary = checks.build_summary(e.name, self.rundir.run_id, points, self.rows, columns, reasons, self.guard)
+        self.rundir.write_json("summary.json", summary)
+        try:
+            render.render_all(self.rundir.path)
+        except Exception as exc:  # the measured data is safe; say how to regenerate
+            print(f"rendering the report failed ({exc}); rerun `protolab report {self.rundir.path}`", flush=True)
+        _print_summary(summary, self.rundir.path)
+
+
+def _print_summary(summary: dict[str, Any], path: Path) -> None:
+    print(f"\n{'VALID' if summary['valid'] else 'INVALID'} run {summary['run_id']}: "
+          f"{summary['checks_passed']} check(s) passed, {summary['checks_failed']} failed")  # fmt: skip
+    for c in summary["checks"]:
+        if not c["passed"]:
+            where = json.dumps(c["values"])
+            print(f"  FAILED {c['name']} at {c['point']} ({where}): measured {c['measured']}, bound {c['bound']}")
+    for r in summary["invalid_reasons"]:
+        print(f"  invalid: {r}")
+    print(f"results: {path}\nreport:  {path / 'report.html'}", flush=True)
+
+
+def _run_task(runner: Any, errors: list[str]) -> None:
+    try:
+        runner.run()
+    except Exception as exc:
+        errors.append(str(exc))
+
+
+def _unshaped(lab: Lab) -> dict[int | None, set[str]]:
+    out: dict[int | None, set[str]] = {}
+    for name in lab.net.keys() if lab.net else []:
+        node = lab.net.get(name)
+        intfs = {i.name for i in node.intfList() if i.name != "lo" and i.name not in lab.shaped_interfaces}
+        pid = lab.nodes[name].pid if name in lab.nodes else None
+        if intfs:
+            out.setdefault(pid, set()).update(intfs)
+    return out
+
+
+def _cell(v: Any) -> Any:
+    return json.dumps(v, sort_keys=True) if isinstance(v, (dict, list)) else v
+
+
+def _image_id(client: Any, ref: str) -> str:
+    try:
+        return client.images.get(ref).id
+    except Exception:
+        raise RuntimeError(f"image {ref} is not built; run `make images`") from None

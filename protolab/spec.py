@@ -1,0 +1,383 @@
+"""Experiment specs: YAML in experiments/, parsed -> resolved per sweep point -> validated -> planned.
+
+A spec names the seed table it reproduces, a topology (kind + parameters), node images, workload phases,
+sweep axes, repetitions, a random seed, measurements, tables, plots and checks. Profiles (`quick`,
+`full`, ...) are partial specs deep-merged over the base. Any string value may reference a sweep axis as
+`${axis}` (or `${axis.key}` for axes whose values are mappings); each sweep point is substituted and
+validated on its own, so an error names the file, the field, the reason and the point.
+"""
+
+from __future__ import annotations
+
+import copy
+import itertools
+import json
+import re
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Annotated, Any, Literal, Union
+
+import yaml
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+
+from . import topo
+from .units import Quantity, Seconds
+from .workloads import TASK_MODELS
+
+REPO = Path(__file__).resolve().parent.parent
+EXPERIMENTS_DIR = REPO / "experiments"
+SCHEMA_PATH = EXPERIMENTS_DIR / "schema.json"
+NAME_RE = r"^[a-z][a-z0-9_-]*$"
+COLUMN_RE = r"^[a-z][a-z0-9_]*$"
+
+
+class Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+class Seed(Strict):
+    """Which seed document and table/figure this experiment reproduces (null for platform checks)."""
+
+    document: str | None = Field(None, description="seed file id in shared/seeds, e.g. '003'")
+    reproduces: str = Field(..., description="table or figure, e.g. 'Table 4-1', or why none")
+
+
+class TopologySpec(Strict):
+    kind: str = Field(..., description="a topology in mininet-topologies/ (hub, switched, dual_homed, ...)")
+    params: dict[str, Any] = Field(default_factory=dict, description="the kind's own parameters")
+
+    @model_validator(mode="after")
+    def _known_and_valid(self) -> TopologySpec:
+        kind = topo.load_all().get(self.kind)  # UnknownKindError lists the known ones
+        kind.params.model_validate(self.params)
+        return self
+
+
+class NodeSpec(Strict):
+    image: str = Field("protolab/node", description="container image (built by `make images`)")
+    cpus: float | None = Field(None, gt=0, description="CPU budget in cores (cgroup quota); null = none")
+
+
+Task = Annotated[Union[tuple(TASK_MODELS.values())], Field(discriminator="kind")]  # noqa: UP007
+
+
+class Phase(Strict):
+    name: str = Field(..., pattern=NAME_RE)
+    tasks: list[Task] = Field(..., min_length=1, description="run in parallel; the phase ends with the last")
+
+    @model_validator(mode="after")
+    def _unique_task_names(self) -> Phase:
+        names = [t.name for t in self.tasks]
+        if len(set(names)) != len(names):
+            raise ValueError(f"task names repeat in phase {self.name}: {names}")
+        return self
+
+
+class Measurement(Strict):
+    """A column of the tidy table taken from Prometheus over each phase's measurement window."""
+
+    name: str = Field(..., pattern=COLUMN_RE, description="column prefix; the unit is appended")
+    kind: Literal["interface_rate", "cpu"] = "interface_rate"
+    node: str
+    interface: str | None = Field(None, description="interface_rate: e.g. h1-eth0")
+    direction: Literal["rx", "tx"] = "rx"
+    unit: Literal["bits", "packets"] = "bits"
+
+    @model_validator(mode="after")
+    def _needs_interface(self) -> Measurement:
+        if self.kind == "interface_rate" and not self.interface:
+            raise ValueError("interface_rate needs an interface")
+        return self
+
+    @property
+    def column(self) -> str:
+        if self.kind == "cpu":
+            return f"{self.name}_cpu_ratio"
+        return f"{self.name}_{self.unit}_per_second"
+
+
+class Check(Strict):
+    """A bound on a tidy column, per sweep point, on the mean over repetitions."""
+
+    name: str
+    column: str = Field(..., pattern=COLUMN_RE)
+    where: dict[str, Any] = Field(default_factory=dict, description="only points whose axes have these values")
+    target: Quantity | None = Field(None, description="expected value (number, or rate/duration string)")
+    tolerance_percent: float | None = Field(None, gt=0)
+    min: Quantity | None = None
+    max: Quantity | None = None
+
+    @model_validator(mode="after")
+    def _one_form(self) -> Check:
+        if (self.target is None) != (self.tolerance_percent is None):
+            raise ValueError("target and tolerance_percent go together")
+        if self.target is None and self.min is None and self.max is None:
+            raise ValueError("a check needs target + tolerance_percent, or min and/or max")
+        return self
+
+    def bounds(self) -> tuple[float | None, float | None]:
+        lo, hi = self.min, self.max
+        if self.target is not None and self.tolerance_percent is not None:
+            d = abs(self.target) * self.tolerance_percent / 100
+            lo = self.target - d if lo is None else max(lo, self.target - d)
+            hi = self.target + d if hi is None else min(hi, self.target + d)
+        return lo, hi
+
+
+class Table(Strict):
+    name: str = Field(..., pattern=NAME_RE)
+    title: str
+    rows: list[str] = Field(..., min_length=1, description="axis names that index the rows")
+    columns: list[str] = Field(..., min_length=1, description="tidy columns to show (mean over repetitions)")
+
+
+class Plot(Strict):
+    name: str = Field(..., pattern=NAME_RE)
+    title: str
+    kind: Literal["bar", "line"] = "bar"
+    x: str = Field(..., description="axis name on the x axis")
+    y: list[str] = Field(..., min_length=1, description="tidy columns")
+    group: str | None = Field(None, description="axis name: one series (or panel) per value")
+    ylabel: str = ""
+    reference: str | None = Field(None, description="an axis or column drawn as the configured/expected value")
+
+
+class Experiment(Strict):
+    """One experiment, fully resolved for one sweep point (no ${...} left)."""
+
+    name: str = Field(..., pattern=NAME_RE)
+    description: str
+    seed: Seed
+    topology: TopologySpec
+    nodes: dict[str, NodeSpec] = Field(
+        default_factory=lambda: {"default": NodeSpec()},
+        description="node name -> image and CPU budget; 'default' applies to nodes not listed",
+    )
+    sweep: dict[str, list[Any]] = Field(default_factory=dict, description="axis -> values (cartesian product)")
+    repetitions: int = Field(1, ge=1)
+    random_seed: int = 1
+    settle: Seconds = Field(1.0, description="pause before each measurement")
+    warmup: Seconds = Field(1.0, description="start of each phase left out of the measurement window")
+    phases: list[Phase] = Field(..., min_length=1)
+    measurements: list[Measurement] = Field(default_factory=list)
+    tables: list[Table] = Field(default_factory=list)
+    plots: list[Plot] = Field(default_factory=list)
+    checks: list[Check] = Field(default_factory=list)
+    profiles: dict[str, dict[str, Any]] = Field(
+        default_factory=dict, description="name -> partial spec merged over this one (quick, full, ...)"
+    )
+
+    @field_validator("sweep")
+    @classmethod
+    def _axes(cls, v: dict[str, list[Any]]) -> dict[str, list[Any]]:
+        for axis, values in v.items():
+            if not re.match(COLUMN_RE, axis):
+                raise ValueError(f"axis name {axis!r} must match {COLUMN_RE}")
+            if not values:
+                raise ValueError(f"axis {axis!r} has no values")
+        return v
+
+    @model_validator(mode="after")
+    def _cross_refs(self) -> Experiment:
+        t = topo.build(self.topology.kind, self.topology.params)
+        nodes = set(t.node_names())
+        for n in self.nodes:
+            if n != "default" and n not in nodes:
+                raise ValueError(f"nodes: {n!r} is not a node of topology {self.topology.kind} ({sorted(nodes)})")
+        hosts = {h.name for h in t.hosts}
+        intfs = t.interfaces()
+        for phase in self.phases:
+            for task in phase.tasks:
+                for n in task.nodes():
+                    if n not in hosts:
+                        raise ValueError(f"phase {phase.name}, task {task.name}: {n!r} is not a host ({sorted(hosts)})")
+        for m in self.measurements:
+            if m.node not in hosts:
+                raise ValueError(f"measurement {m.name}: {m.node!r} is not a host")
+            if m.interface and m.interface not in intfs[m.node]:
+                raise ValueError(f"measurement {m.name}: {m.node} has no {m.interface} (has {intfs[m.node]})")
+        return self
+
+    def columns(self) -> list[str]:
+        """Every measured column of the tidy table, with its unit in its name."""
+        cols = [c for phase in self.phases for task in phase.tasks for c in task.columns()]
+        cols += [m.column for m in self.measurements]
+        return cols
+
+
+@dataclass
+class Point:
+    """One sweep point: its index, its axis values, and the experiment resolved for it."""
+
+    index: int
+    values: dict[str, Any]
+    experiment: Experiment
+
+    @property
+    def id(self) -> str:
+        return f"p{self.index:03d}"
+
+    def topology_key(self) -> str:
+        e = self.experiment
+        return json.dumps(
+            [e.topology.model_dump(mode="json"), {k: v.model_dump(mode="json") for k, v in e.nodes.items()}],
+            sort_keys=True,
+        )
+
+    def label(self) -> str:
+        return ", ".join(f"{k}={_short(v)}" for k, v in self.values.items()) or "(single point)"
+
+
+@dataclass
+class Plan:
+    source: Path
+    profile: str | None
+    raw: dict[str, Any]  # the merged spec (profile applied), before substitution
+    points: list[Point]
+
+    @property
+    def base(self) -> Experiment:
+        return self.points[0].experiment
+
+    def describe(self) -> str:
+        e = self.base
+        reps = e.repetitions
+        groups = len({p.topology_key() for p in self.points})
+        lines = [
+            f"experiment {e.name} ({self.source}), profile {self.profile or '(none)'}",
+            f"  reproduces: {e.seed.reproduces}" + (f" of seed {e.seed.document}" if e.seed.document else ""),
+            f"  {len(self.points)} sweep point(s) x {reps} repetition(s) on {groups} lab deployment(s)",
+        ]
+        for p in self.points:
+            ex = p.experiment
+            dur = sum(max(t.duration for t in ph.tasks) for ph in ex.phases)
+            lines.append(f"  {p.id}: {p.label()}  topology={ex.topology.kind} {ex.topology.params}  ~{dur:g}s/rep")
+        lines.append(f"  checks: {len(e.checks)}, tables: {len(e.tables)}, plots: {len(e.plots)}")
+        return "\n".join(lines)
+
+
+def _short(v: Any) -> str:
+    return json.dumps(v) if isinstance(v, (dict, list)) else str(v)
+
+
+class SpecError(Exception):
+    """A spec that cannot run: names the file, the field and why."""
+
+
+_REF = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)((?:\.[A-Za-z0-9_]+)*)\}")
+
+
+def _lookup(values: dict[str, Any], name: str, path: str) -> Any:
+    if name not in values:
+        raise SpecError(f"${{{name}{path}}} names no sweep axis (axes: {sorted(values) or 'none'})")
+    v = values[name]
+    for key in filter(None, path.split(".")):
+        if not isinstance(v, dict) or key not in v:
+            raise SpecError(f"${{{name}{path}}}: axis {name} value {v!r} has no key {key!r}")
+        v = v[key]
+    return v
+
+
+def substitute(obj: Any, values: dict[str, Any]) -> Any:
+    """Replace ${axis} references: a whole-string reference keeps the value's type, else it is formatted in."""
+    if isinstance(obj, str):
+        m = _REF.fullmatch(obj)
+        if m:
+            return copy.deepcopy(_lookup(values, m.group(1), m.group(2)))
+        return _REF.sub(lambda m: str(_lookup(values, m.group(1), m.group(2))), obj)
+    if isinstance(obj, list):
+        return [substitute(x, values) for x in obj]
+    if isinstance(obj, dict):
+        return {k: substitute(v, values) for k, v in obj.items()}
+    return obj
+
+
+def deep_merge(base: dict[str, Any], over: dict[str, Any]) -> dict[str, Any]:
+    out = copy.deepcopy(base)
+    for k, v in over.items():
+        if isinstance(v, dict) and isinstance(out.get(k), dict):
+            out[k] = deep_merge(out[k], v)
+        else:
+            out[k] = copy.deepcopy(v)
+    return out
+
+
+def _format_error(source: Path, err: ValidationError, point: str | None) -> str:
+    lines = [f"{source}: invalid spec" + (f" (at sweep point {point})" if point else "")]
+    for e in err.errors():
+        loc = ".".join(str(x) for x in e["loc"]) or "(top level)"
+        msg = e["msg"].removeprefix("Value error, ")
+        lines.append(f"  {loc}: {msg}")
+    return "\n".join(lines)
+
+
+def find(name: str, directory: Path = EXPERIMENTS_DIR) -> Path:
+    path = Path(name)
+    if path.suffix in (".yaml", ".yml") and path.exists():
+        return path
+    candidate = directory / f"{name}.yaml"
+    if candidate.exists():
+        return candidate
+    known = ", ".join(sorted(p.stem for p in directory.glob("*.yaml")))
+    raise SpecError(f"no experiment {name!r} in {directory} (known: {known})")
+
+
+def load(source: Path | str, profile: str | None = None) -> Plan:
+    """Parse, merge the profile, expand the sweep, substitute and validate every point."""
+    source = Path(source)
+    try:
+        raw = yaml.safe_load(source.read_text())
+    except yaml.YAMLError as exc:
+        raise SpecError(f"{source}: not valid YAML: {exc}") from None
+    except OSError as exc:
+        raise SpecError(f"{source}: cannot read: {exc.strerror}") from None
+    if not isinstance(raw, dict):
+        raise SpecError(f"{source}: the top level must be a mapping of fields")
+    profiles = raw.get("profiles") or {}
+    if profile is not None:
+        if not isinstance(profiles, dict) or profile not in profiles:
+            known = ", ".join(sorted(profiles)) if isinstance(profiles, dict) else "none"
+            raise SpecError(f"{source}: profiles.{profile}: no such profile (known: {known or 'none'})")
+        over = profiles[profile] or {}
+        if not isinstance(over, dict):
+            raise SpecError(f"{source}: profiles.{profile}: must be a mapping of fields")
+        if "profiles" in over:
+            raise SpecError(f"{source}: profiles.{profile}.profiles: a profile cannot define profiles")
+        raw = deep_merge(raw, over)
+    sweep = raw.get("sweep") or {}
+    if not isinstance(sweep, dict) or not all(isinstance(v, list) and v for v in sweep.values()):
+        raise SpecError(f"{source}: sweep: must map each axis name to a non-empty list of values")
+    axes = list(sweep)
+    points: list[Point] = []
+    for i, combo in enumerate(itertools.product(*(sweep[a] for a in axes))):
+        values = dict(zip(axes, combo, strict=True))
+        label = ", ".join(f"{k}={_short(v)}" for k, v in values.items())
+        body = {k: v for k, v in raw.items() if k not in ("sweep", "profiles")}
+        try:
+            resolved = substitute(body, values)
+        except SpecError as exc:
+            raise SpecError(f"{source}: {exc}" + (f" (at sweep point {label})" if label else "")) from None
+        resolved["sweep"] = sweep
+        resolved["profiles"] = raw.get("profiles") or {}
+        try:
+            exp = Experiment.model_validate(resolved)
+        except ValidationError as exc:
+            raise SpecError(_format_error(source, exc, label or None)) from None
+        points.append(Point(i, values, exp))
+    # Deploy each distinct lab once: group points by topology (stable, first appearance first).
+    order: dict[str, int] = {}
+    for p in points:
+        order.setdefault(p.topology_key(), len(order))
+    points.sort(key=lambda p: (order[p.topology_key()], p.index))
+    return Plan(source=source, profile=profile, raw=raw, points=points)
+
+
+def json_schema() -> dict[str, Any]:
+    schema = Experiment.model_json_schema()
+    schema["$schema"] = "https://json-schema.org/draft/2020-12/schema"
+    schema["title"] = "protolab experiment"
+    return schema
+
+
+def write_schema(path: Path = SCHEMA_PATH) -> None:
+    path.write_text(json.dumps(json_schema(), indent=2, sort_keys=True) + "\n")

@@ -1,0 +1,245 @@
+"""protolab.results.render: tables, plots and report.html from a synthetic results folder."""
+
+import base64
+import csv
+import json
+import re
+import shutil
+from pathlib import Path
+
+import matplotlib.image as mpimg
+import numpy as np
+import pytest
+
+from protolab import spec
+from protolab.results import RunDir, build_summary, render_all
+from protolab.results.display import axis_str
+from protolab.results.render import PALETTE, REFERENCE_COLOR
+
+MINI = Path(__file__).parent / "fixtures" / "results" / "mini.yaml"
+PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
+
+# (topology, rate) -> per repetition: h3 rx, h4 rx, f1 goodput, f1 retransmits, f2 loss
+DATA = {
+    ("hub", "10Mbit"): [(9.62e6, 9.61e6, 4.41e6, None, 0.021), (9.58e6, 9.57e6, 4.39e6, None, 0.025)],
+    ("hub", "100Mbit"): [(60.0e6, 60.1e6, 28.0e6, 40, 0.30), (62.0e6, 61.9e6, 29.0e6, 46, 0.32)],
+    ("switched", "10Mbit"): [(9.71e6, 9.70e6, 9.21e6, 2, 0.001), (9.69e6, 9.68e6, 9.19e6, 4, 0.002)],
+    ("switched", "100Mbit"): [(97.1e6, 97.0e6, 92.5e6, 11, None), (96.9e6, 96.8e6, 92.3e6, 13, None)],
+}
+
+
+def make_run(root: Path) -> Path:
+    """A complete results folder as the runner would leave it (before rendering)."""
+    src = root / "mini.yaml"
+    shutil.copy(MINI, src)
+    plan = spec.load(src)
+    axes = list(plan.raw["sweep"])
+    columns = plan.base.columns()
+    run = RunDir.create(root / "results", "mini", "20261122T031500Z-ab12")
+    run.write_json(
+        "manifest.json",
+        {
+            "schema_version": 1,
+            "experiment": "mini",
+            "run_id": run.run_id,
+            "profile": None,
+            "spec_file": str(src),
+            "spec": plan.raw,
+            "points": [{"id": p.id, "values": p.values, "label": p.label()} for p in plan.points],
+            "git_commit": "0123456789abcdef",
+            "kernel": "6.1.0-test-amd64",
+            "host": "labhost <lab&1>",
+            "tool_versions": {"iperf3": "3.16", "mininet": "2.3.0"},
+            "images": {"protolab/node": "sha256:feedface"},
+            "impairment_backend": "tc",
+            "random_seed": 7,
+            "started_at": "2026-11-22T03:15:00Z",
+            "finished_at": "2026-11-22T03:16:05Z",
+            "environment": {"static": {"cpus": 8, "governor": "performance"}, "dynamic": {"load1": 0.12}},
+        },
+    )
+    rows = []
+    for p in plan.points:
+        for rep, (h3, h4, gp, retx, loss) in enumerate(DATA[p.values["topology"], p.values["rate"]]):
+            rows.append(
+                {
+                    "point": p.id,
+                    "repetition": rep,
+                    **{a: axis_str(p.values[a]) for a in axes},
+                    "h3_rx_bits_per_second": h3,
+                    "h4_rx_bits_per_second": h4,
+                    "f1_goodput_bits_per_second": gp,
+                    "f1_retransmits_total": retx,
+                    "f2_loss_ratio": loss,
+                    "f2_goodput_bits_per_second": gp * 0.9,
+                    "f2_packets_per_second": gp * 0.9 / 8 / 1400,
+                }
+            )
+    run.write_tidy(rows, axes, columns)
+    summary = build_summary(
+        "mini",
+        run.run_id,
+        plan.points,
+        run.read_tidy(),
+        columns,
+        invalid_reasons=["<script>alert(1)</script> CPU of h1 saturated"],
+    )
+    run.write_json("summary.json", summary)
+    return run.path
+
+
+@pytest.fixture(scope="module")
+def rendered(tmp_path_factory):
+    run_dir = make_run(tmp_path_factory.mktemp("render"))
+    return run_dir, render_all(run_dir)
+
+
+def test_every_output_is_written(rendered):
+    run_dir, paths = rendered
+    expected = {
+        "tables/throughput.csv",
+        "tables/throughput.md",
+        "tables/by_topology.csv",
+        "tables/by_topology.md",
+        "plots/throughput.png",
+        "plots/goodput_vs_rate.png",
+        "report.html",
+    }
+    assert {str(p.relative_to(run_dir)) for p in paths} == expected
+    assert all(p.is_file() and p.stat().st_size > 0 for p in paths)
+
+
+def test_plots_are_real_pngs(rendered):
+    run_dir, _ = rendered
+    for name in ("throughput", "goodput_vs_rate"):
+        data = (run_dir / "plots" / f"{name}.png").read_bytes()
+        assert data[:8] == PNG_MAGIC
+        assert len(data) > 15_000  # a drawn chart, not an empty canvas
+        width = int.from_bytes(data[16:20], "big")
+        height = int.from_bytes(data[20:24], "big")
+        assert width >= 700 and height >= 400
+
+
+def _share_of_color(png: Path, hex_color: str) -> float:
+    img = mpimg.imread(png)[:, :, :3]
+    rgb = np.array([int(hex_color[i : i + 2], 16) / 255 for i in (1, 3, 5)])
+    return float(np.mean(np.all(np.abs(img - rgb) < 0.02, axis=-1)))
+
+
+def test_bar_plot_draws_the_data(rendered):
+    run_dir, _ = rendered
+    png = run_dir / "plots" / "throughput.png"
+    # two bars per group colour, the 100 Mbit ones tall: both colours cover a visible share of the image
+    assert _share_of_color(png, PALETTE[0]) > 0.005
+    assert _share_of_color(png, PALETTE[1]) > 0.05
+    assert _share_of_color(png, REFERENCE_COLOR) > 0.001  # the "configured" marks
+
+
+def test_line_plot_draws_one_line_per_group(rendered):
+    run_dir, _ = rendered
+    png = run_dir / "plots" / "goodput_vs_rate.png"
+    assert _share_of_color(png, PALETTE[0]) > 0.002  # hub
+    assert _share_of_color(png, PALETTE[1]) > 0.002  # switched
+    assert _share_of_color(png, PALETTE[2]) == 0.0  # there is no third topology
+
+
+def test_plot_without_data_has_no_bars(tmp_path):
+    run_dir = make_run(tmp_path)
+    (run_dir / "tidy.csv").unlink()
+    render_all(run_dir)
+    assert _share_of_color(run_dir / "plots" / "throughput.png", PALETTE[1]) < 0.001
+
+
+def test_markdown_known_cells(rendered):
+    run_dir, _ = rendered
+    md = (run_dir / "tables" / "throughput.md").read_text()
+    assert md.startswith("# Configured rate vs measured wire rate and goodput\n")
+    header = "| topology | rate | h3 rx (Mbit/s) | f1 goodput (Mbit/s) | f2 loss (%) | f1 retransmits (count) |"
+    assert header in md
+    # hub @ 10 Mbit: h3 (9.62, 9.58) -> 9.600 ± 0.028; goodput 4.400 ± 0.014; loss 2.30 ± 0.28 %; no retransmits
+    assert "| hub | 10Mbit | 9.600 ± 0.028 | 4.400 ± 0.014 | 2.30 ± 0.28 | — |" in md
+    # switched @ 100 Mbit: loss not measured
+    assert "| switched | 100Mbit | 97.00 ± 0.14 | 92.40 ± 0.14 | — | 12.0 ± 1.4 |" in md
+    lines = [ln for ln in md.splitlines() if ln.startswith("| ")]
+    order = [ln.split(" | ")[0][2:] + "/" + ln.split(" | ")[1] for ln in lines[1:]]
+    assert order == ["hub/10Mbit", "hub/100Mbit", "switched/10Mbit", "switched/100Mbit"]  # sweep order
+
+
+def test_pooled_table(rendered):
+    run_dir, _ = rendered
+    md = (run_dir / "tables" / "by_topology.md").read_text()
+    assert "over rate" in md  # says what it pooled
+    rows = list(csv.DictReader((run_dir / "tables" / "by_topology.csv").open()))
+    assert [r["topology"] for r in rows] == ["hub", "switched"]
+    assert rows[0]["h4_rx_bits_per_second_n"] == "4"
+    assert float(rows[0]["h4_rx_bits_per_second_mean"]) == pytest.approx((9.61 + 9.57 + 60.1 + 61.9) / 4 * 1e6)
+
+
+def test_csv_keeps_base_units(rendered):
+    run_dir, _ = rendered
+    rows = list(csv.DictReader((run_dir / "tables" / "throughput.csv").open()))
+    hub10 = rows[0]
+    assert (hub10["topology"], hub10["rate"]) == ("hub", "10Mbit")
+    assert float(hub10["h3_rx_bits_per_second_mean"]) == pytest.approx(9.6e6)
+    assert float(hub10["f2_loss_ratio_mean"]) == pytest.approx(0.023)
+    assert hub10["f1_retransmits_total_n"] == "0" and hub10["f1_retransmits_total_mean"] == ""
+
+
+def test_report_is_self_contained(rendered):
+    run_dir, _ = rendered
+    html = (run_dir / "report.html").read_text()
+    assert "http://" not in html and "https://" not in html
+    assert not re.search(r"""(?:src|href)\s*=\s*(?!["']?(?:data:|#))""", html), "only data: URIs and in-page links"
+    assert "@import" not in html and "url(" not in html
+    imgs = re.findall(r'<img src="data:image/png;base64,([A-Za-z0-9+/=]+)"', html)
+    assert len(imgs) == 2
+    assert base64.b64decode(imgs[0]) == (run_dir / "plots" / "throughput.png").read_bytes()
+
+
+def test_report_content(rendered):
+    run_dir, _ = rendered
+    html = (run_dir / "report.html").read_text()
+    assert "INVALID" in html and "20261122T031500Z-ab12" in html
+    assert "none (results unit test)" in html  # the seed it reproduces
+    assert "&lt;script&gt;alert(1)&lt;/script&gt;" in html and "<script>" not in html  # escaped
+    assert "labhost &lt;lab&amp;1&gt;" in html
+    assert "6.1.0-test-amd64" in html and "iperf3" in html and "sha256:feedface" in html and "0123456789abcdef" in html
+    assert "<details>" in html and "random_seed: 7" in html  # the spec as YAML
+    assert html.count('class="pass"') == 7 and html.count('class="fail"') == 3
+    # the failing hub 100 Mbit check in human units
+    assert "61.000 Mbit/s" not in html and "61.00 Mbit/s" in html and "95.00 – 105.00 Mbit/s" in html
+    assert "not measured" in html
+
+
+def test_rerender_is_identical(tmp_path):
+    run_dir = make_run(tmp_path)
+    render_all(run_dir)
+    first = {p.name: p.read_bytes() for p in (run_dir / "tables").iterdir()}
+    report1 = (run_dir / "report.html").read_bytes()
+    render_all(run_dir)
+    second = {p.name: p.read_bytes() for p in (run_dir / "tables").iterdir()}
+    assert first == second and len(first) == 4
+    assert (run_dir / "report.html").read_bytes() == report1
+
+
+def test_bad_plot_axis_is_reported_not_fatal(tmp_path):
+    run_dir = make_run(tmp_path)
+    m = json.loads((run_dir / "manifest.json").read_text())
+    m["spec"]["plots"][0]["x"] = "nosuchaxis"
+    (run_dir / "manifest.json").write_text(json.dumps(m))
+    paths = render_all(run_dir)
+    assert not (run_dir / "plots" / "throughput.png").exists()
+    assert (run_dir / "plots" / "goodput_vs_rate.png") in paths
+    assert "nosuchaxis" in (run_dir / "report.html").read_text()
+
+
+def test_missing_summary_and_tidy_still_render(tmp_path):
+    run_dir = make_run(tmp_path)
+    (run_dir / "summary.json").unlink()
+    (run_dir / "tidy.csv").unlink()
+    paths = render_all(run_dir)
+    html = (run_dir / "report.html").read_text()
+    assert "UNKNOWN" in html and "tidy.csv is missing" in html
+    md = (run_dir / "tables" / "throughput.md").read_text()
+    assert "| hub | 10Mbit | — | — | — | — |" in md  # the plan's points, nothing measured
+    assert (run_dir / "plots" / "throughput.png") in paths

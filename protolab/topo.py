@@ -1,0 +1,183 @@
+"""Topologies as pure data, and the registry of topology kinds.
+
+A topology module in mininet-topologies/ declares a parameter model (pydantic) and a `build(params)`
+function that returns a `Topology`: plain dataclasses, no Mininet, no root, so specs validate and plans
+print anywhere. `protolab.lab` turns a `Topology` into a running Mininet network of containers.
+
+Naming scheme (as Mininet's): hosts h1..hN, routers r1.., switches s1.., interfaces `<node>-eth<N>`
+numbered per node in link order. In the root namespace every bridge, veth and IFB the tool creates is
+prefixed with `plab-` (see `protolab.naming`), which is how `protolab clean` finds them.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import sys
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from .registry import Registry
+from .units import BitsPerSecond
+
+REPO = Path(__file__).resolve().parent.parent
+TOPOLOGY_DIR = REPO / "mininet-topologies"
+
+
+@dataclass
+class Host:
+    """A container node. `role` is a label for metrics (host, router, converter, ...)."""
+
+    name: str
+    role: str = "host"
+    image: str | None = None  # None: the experiment's default node image
+    forwarding: bool = False  # routers forward IPv4 (and multicast, with smcroute)
+    routes: list[tuple[str, str]] = field(default_factory=list)  # (destination prefix, gateway)
+
+
+@dataclass
+class Switch:
+    """A Linux bridge in the root namespace.
+
+    mode 'switch': a learning bridge; rates are per port and direction (set on the links).
+    mode 'hub': no learning (every frame flooded to every port) and one shaper for all frames entering
+    the bridge, so a single capacity is shared by all ports and both directions.
+    """
+
+    name: str
+    mode: Literal["switch", "hub"] = "switch"
+    capacity_bps: float | None = None  # hub only: the shared medium's capacity
+    multicast_snooping: bool = False  # IGMP snooping; when on, the bridge is also the querier
+
+
+@dataclass
+class Link:
+    """A veth pair between two nodes; `rate_bps` shapes each direction (HTB on both ends)."""
+
+    node1: str
+    node2: str
+    ip1: str | None = None  # 'a.b.c.d/len' for the interface on node1 (hosts only)
+    ip2: str | None = None
+    rate_bps: float | None = None
+    segment: str = "lan"  # a name for reports: which network segment this link belongs to
+
+
+@dataclass
+class Topology:
+    kind: str
+    hosts: list[Host] = field(default_factory=list)
+    switches: list[Switch] = field(default_factory=list)
+    links: list[Link] = field(default_factory=list)
+
+    def host(self, name: str) -> Host:
+        for h in self.hosts:
+            if h.name == name:
+                return h
+        raise KeyError(name)
+
+    def node_names(self) -> list[str]:
+        return [h.name for h in self.hosts] + [s.name for s in self.switches]
+
+    def interfaces(self) -> dict[str, list[str]]:
+        """Interface names per node, in Mininet's order (`<node>-eth<N>`, N counted per node)."""
+        out: dict[str, list[str]] = {n: [] for n in self.node_names()}
+        for link in self.links:
+            for n in (link.node1, link.node2):
+                out[n].append(f"{n}-eth{len(out[n])}")
+        return out
+
+    def validate(self) -> None:
+        names = self.node_names()
+        dup = {n for n in names if names.count(n) > 1}
+        if dup:
+            raise ValueError(f"topology {self.kind}: duplicate node names {sorted(dup)}")
+        for link in self.links:
+            for n in (link.node1, link.node2):
+                if n not in names:
+                    raise ValueError(f"topology {self.kind}: link {link.node1}-{link.node2} names unknown node {n}")
+
+
+class TopologyParams(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+@dataclass
+class TopologyKind:
+    name: str
+    params: type[TopologyParams]
+    build: Callable[[TopologyParams], Topology]
+    doc: str
+    source: Path
+
+
+TOPOLOGIES: Registry[TopologyKind] = Registry("topology")
+
+
+def register(name: str, params: type[TopologyParams], doc: str = "") -> Callable:
+    """Decorator for a topology module's build function."""
+
+    def deco(fn: Callable[[TopologyParams], Topology]) -> Callable[[TopologyParams], Topology]:
+        source = Path(sys.modules[fn.__module__].__file__ or "?")
+        TOPOLOGIES.register(name, TopologyKind(name, params, fn, doc or (fn.__doc__ or "").strip(), source))
+        return fn
+
+    return deco
+
+
+_loaded = False
+
+
+def load_all(directory: Path = TOPOLOGY_DIR) -> Registry[TopologyKind]:
+    """Import every topology module in mininet-topologies/ (a folder of files, not a package)."""
+    global _loaded
+    if _loaded:
+        return TOPOLOGIES
+    for path in sorted(directory.glob("*.py")):
+        if path.name.startswith("_"):
+            continue
+        modname = f"protolab_topologies.{path.stem}"
+        spec = importlib.util.spec_from_file_location(modname, path)
+        assert spec and spec.loader
+        module = importlib.util.module_from_spec(spec)
+        sys.modules[modname] = module
+        spec.loader.exec_module(module)
+    _loaded = True
+    return TOPOLOGIES
+
+
+def build(kind: str, params: dict) -> Topology:
+    """Validate params with the kind's model and build the topology."""
+    k = load_all().get(kind)
+    topo = k.build(k.params.model_validate(params))
+    topo.validate()
+    return topo
+
+
+class LanParams(TopologyParams):
+    """Parameters shared by the LAN topologies."""
+
+    hosts: int = Field(2, ge=2, le=64, description="number of hosts h1..hN")
+    rate: BitsPerSecond = Field(100e6, description="link rate, e.g. '100Mbit'")
+    multicast: Literal["off", "snooping"] = Field(
+        "off", description="bridge IGMP snooping ('snooping' also makes the bridge the querier) or flood"
+    )
+    wan_router: bool = Field(False, description="add r1 (IP forwarding, multicast-capable) and a WAN site w1")
+    wan_rate: BitsPerSecond = Field(1.544e6, description="rate of the r1-w1 WAN link, e.g. '1544kbit'")
+
+
+def lan_ip(subnet: int, host: int) -> str:
+    return f"10.0.{subnet}.{host}/24"
+
+
+def add_wan_router(t: Topology, lan_switch: str, params: LanParams) -> None:
+    """r1 joins the LAN (10.0.1.254) and reaches the WAN site w1 (10.0.100.0/24) over one shaped link."""
+    t.hosts.append(Host("r1", role="router", forwarding=True))
+    t.hosts.append(Host("w1", role="wan", routes=[("10.0.1.0/24", "10.0.100.1")]))
+    t.links.append(Link(lan_switch, "r1", ip2=lan_ip(1, 254), rate_bps=params.rate))
+    t.links.append(Link("r1", "w1", ip1="10.0.100.1/24", ip2="10.0.100.2/24", rate_bps=params.wan_rate, segment="wan"))
+    for h in t.hosts:
+        if h.role == "host":
+            h.routes.append(("10.0.100.0/24", "10.0.1.254"))

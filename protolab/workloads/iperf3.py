@@ -1,0 +1,44 @@
+"""iperf3 between two container hosts: TCP throughput, or UDP at an offered rate (packets/s, loss).
+
+Columns: `<task>_goodput_bits_per_second` (application payload delivered, from the receiver's report),
+`<task>_packets_per_second` and `<task>_loss_ratio` for UDP, `<task>_retransmits_total` for TCP.
+"""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import Field, model_validator
+
+from ..units import BitsPerSecond, Bytes
+from . import TaskModel, task_model
+
+
+@task_model("iperf3")
+class Iperf3Task(TaskModel):
+    kind: Literal["iperf3"]
+    client: str = Field(..., description="sending host")
+    server: str = Field(..., description="receiving host (runs iperf3 -s)")
+    protocol: Literal["tcp", "udp"] = "tcp"
+    rate: BitsPerSecond | None = Field(None, description="UDP: offered payload rate (required); TCP: a cap")
+    length: Bytes | None = Field(None, description="UDP datagram / TCP write size in bytes")
+    port: int = Field(5201, ge=1024, le=65535)
+
+    @model_validator(mode="after")
+    def _udp_needs_rate(self) -> Iperf3Task:
+        if self.protocol == "udp" and self.rate is None:
+            raise ValueError("UDP needs a rate (e.g. '10Mbit'): iperf3 would otherwise offer only 1 Mbit/s")
+        if self.client == self.server:
+            raise ValueError("client and server are the same host")
+        return self
+
+    def nodes(self) -> list[str]:
+        return [self.client, self.server]
+
+    def columns(self) -> list[str]:
+        cols = [f"{self.name}_goodput_bits_per_second"]
+        if self.protocol == "udp":
+            cols += [f"{self.name}_packets_per_second", f"{self.name}_loss_ratio"]
+        else:
+            cols += [f"{self.name}_retransmits_total"]
+        return cols
