@@ -27,18 +27,29 @@ def _docker():
         return None
 
 
-def marked_processes() -> list[int]:
+def marked_processes(nodes: set[str] | None = None) -> list[int]:
+    """PIDs of node shells the tool started (all, or those of the named nodes)."""
     pids = []
     marker = f"{naming.PROCESS_ENV}=".encode()
     for d in Path("/proc").iterdir():
         if not d.name.isdigit() or int(d.name) == os.getpid():
             continue
         try:
-            if marker in (d / "environ").read_bytes():
-                pids.append(int(d.name))
+            env = (d / "environ").read_bytes().split(b"\0")
         except OSError:
             continue
+        for var in env:
+            if var.startswith(marker) and (nodes is None or var[len(marker) :].decode(errors="replace") in nodes):
+                pids.append(int(d.name))
     return pids
+
+
+def kill(pids: list[int]) -> None:
+    for pid in pids:
+        try:
+            os.kill(pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
 
 
 def lab_links() -> list[str]:

@@ -194,6 +194,7 @@ class Lab:
     shaped_interfaces: set[str] = field(default_factory=set)
     actions: list[str] = field(default_factory=list)
     timings: dict[str, float] = field(default_factory=dict)
+    owned: dict[str, bool] = field(default_factory=dict)  # shared things this lab created and so removes
 
     def __post_init__(self) -> None:
         self.client = self.client or docker.from_env()
@@ -212,8 +213,10 @@ class Lab:
 
     def deploy(self) -> None:
         t0 = time.monotonic()
-        self.actions += firewall.ensure_bridged_forwarding()
-        ensure_mgmt_network(self.client)
+        fixed = firewall.ensure_bridged_forwarding()
+        self.actions += fixed
+        self.owned["firewall"] = bool(fixed)
+        self.owned["network"] = ensure_mgmt_network(self.client, created=True)
         self._remove_stale()
         self._start_containers()
         t1 = time.monotonic()
@@ -234,14 +237,26 @@ class Lab:
             run(["ip", "link", "del", naming.bridge_name(sw.name)], check=False)
         remove_containers(self.client, [naming.container_name(n) for n in self.nodes])
         self.nodes.clear()
+        if self.owned.pop("firewall", False):
+            firewall.remove_rules()
+        if self.owned.pop("network", False):
+            try:
+                self.client.networks.get(naming.MGMT_NETWORK).remove()
+            except docker.errors.APIError as exc:
+                log.warning("removing %s: %s", naming.MGMT_NETWORK, exc)
         self.timings["teardown_seconds"] = time.monotonic() - t0
 
     # -- steps -----------------------------------------------------------------------------------
     def _remove_stale(self) -> None:
         """A deploy over a previous run's leftovers succeeds: same-named containers and links go first."""
-        stale = [naming.container_name(h.name) for h in self.topology.hosts]
-        if remove_containers(self.client, stale):
-            self.actions.append("removed stale containers of an earlier run: " + ", ".join(stale))
+        from .cleanup import kill, marked_processes
+
+        names = {h.name for h in self.topology.hosts} | {naming.bridge_name(s.name) for s in self.topology.switches}
+        shells = marked_processes(names)
+        kill(shells)
+        stale = remove_containers(self.client, [naming.container_name(h.name) for h in self.topology.hosts])
+        if stale or shells:
+            self.actions.append(f"removed stale containers {stale} and {len(shells)} node shell(s) of an earlier run")
         for sw in self.topology.switches:
             br = naming.bridge_name(sw.name)
             for name in _links_with_prefix(br):
@@ -361,13 +376,17 @@ def _links_with_prefix(prefix: str) -> list[str]:
     return names
 
 
-def ensure_mgmt_network(client: Any) -> Any:
-    """The management network: internal (no route out), labelled, shared by the agents and Prometheus."""
+def ensure_mgmt_network(client: Any, created: bool = False) -> Any:
+    """The management network: internal (no route out), labelled, shared by the agents and Prometheus.
+
+    Returns the network, or with created=True whether this call created it."""
     try:
-        return client.networks.get(naming.MGMT_NETWORK)
+        net = client.networks.get(naming.MGMT_NETWORK)
+        return False if created else net
     except docker.errors.NotFound:
-        return client.networks.create(naming.MGMT_NETWORK, driver="bridge", internal=True,
-                                      labels={naming.LABEL: "true"})  # fmt: skip
+        net = client.networks.create(naming.MGMT_NETWORK, driver="bridge", internal=True,
+                                     labels={naming.LABEL: "true"})  # fmt: skip
+        return True if created else net
 
 
 def remove_containers(client: Any, names: list[str]) -> list[str]:

@@ -1,0 +1,41 @@
+"""Integration tests: a real lab (Docker containers, Mininet, Linux bridges, tc, Prometheus).
+
+They need root, a running Docker engine and the images (`make integration` builds them first). Each test
+tears down what it built and asserts that nothing of protolab's is left on the machine.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+
+import pytest
+
+from protolab import cleanup, images
+
+
+@pytest.fixture(scope="session", autouse=True)
+def real_lab_available():
+    if os.geteuid() != 0:
+        pytest.skip("integration tests need root (Mininet, tc, Docker): run `make integration` as root")
+    if not shutil.which("docker") or not shutil.which("mn"):
+        pytest.skip("integration tests need Docker and Mininet: run `make setup`")
+    for ref in images.NAMES.values():
+        if not images.image_id(ref):
+            pytest.skip(f"image {ref} missing: run `make images`")
+    from mininet.log import setLogLevel
+
+    setLogLevel("critical")
+    cleanup.clean(verbose=False)  # start from a clean machine
+    yield
+    cleanup.clean(verbose=False)
+
+
+@pytest.fixture
+def no_leftovers():
+    """Asserts after the test that the machine holds nothing of protolab's."""
+    yield
+    left = cleanup.leftovers()
+    if left:
+        cleanup.clean(verbose=False)
+    assert left == [], f"left behind: {left}"

@@ -1,0 +1,94 @@
+"""End to end: `make experiment NAME=smoke`, Ctrl-C mid-run, SIGKILL mid-run + `make clean`."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from protolab import cleanup
+from protolab.results.store import latest
+
+pytestmark = pytest.mark.integration
+REPO = Path(__file__).resolve().parents[3]
+PROTOLAB = [sys.executable, "-m", "protolab.cli"]
+
+
+def _wait_for(proc: subprocess.Popen, text: str, timeout: float) -> str:
+    """Read the child's output until `text` appears (the child is killed on timeout)."""
+    seen = ""
+    deadline = time.monotonic() + timeout
+    os.set_blocking(proc.stdout.fileno(), False)
+    while time.monotonic() < deadline:
+        chunk = proc.stdout.read() or ""
+        seen += chunk
+        if text in seen:
+            return seen
+        if proc.poll() is not None:
+            break
+        time.sleep(0.2)
+    proc.kill()
+    raise AssertionError(f"never saw {text!r} in:\n{seen[-3000:]}")
+
+
+def test_make_experiment_smoke(tmp_path, no_leftovers):
+    """The README's first command, as a user types it; the run must be valid and every check pass."""
+    out = subprocess.run(["make", "experiment", "NAME=smoke"], cwd=REPO, capture_output=True, text=True, timeout=600)
+    assert out.returncode == 0, out.stdout[-4000:] + out.stderr[-4000:]
+    assert "report:" in out.stdout
+    run = latest(REPO / "results", "smoke")
+    assert run is not None
+    summary = json.loads((run / "summary.json").read_text())
+    manifest = json.loads((run / "manifest.json").read_text())
+    failed = [c for c in summary["checks"] if not c["passed"]]
+    assert summary["valid"], summary["invalid_reasons"]
+    assert not failed, failed
+    # every topology x rate was checked: 4 switched, 4 dual-homed (two flows each), 4 hub
+    assert len(summary["checks"]) == 20
+    assert {c["values"]["topology"] for c in summary["checks"]} == {"hub", "switched", "dual_homed"}
+    for f in ("tidy.csv", "raw/series.csv", "tables/throughput.csv", "tables/throughput.md", "plots/throughput.png",
+              "report.html"):  # fmt: skip
+        assert (run / f).stat().st_size > 0, f
+    assert manifest["git_commit"]["commit"] and manifest["kernel"] and manifest["images"]
+    assert manifest["impairment_backend"]
+
+
+def test_ctrl_c_tears_down_and_marks_the_run(tmp_path, no_leftovers):
+    proc = subprocess.Popen([*PROTOLAB, "run", "smoke", "--profile", "quick", "--results", str(tmp_path)], cwd=REPO,
+                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)  # fmt: skip
+    _wait_for(proc, "[2/12", timeout=120)
+    proc.send_signal(signal.SIGINT)
+    rest = proc.communicate(timeout=120)[0]
+    assert proc.returncode == 130, rest
+    run = latest(tmp_path, "smoke")
+    summary = json.loads((run / "summary.json").read_text())
+    assert not summary["valid"] and any("interrupted" in r for r in summary["invalid_reasons"])
+    assert cleanup.leftovers() == []
+
+
+def test_sigkill_then_make_clean_leaves_nothing(tmp_path):
+    proc = subprocess.Popen([*PROTOLAB, "run", "smoke", "--profile", "quick", "--results", str(tmp_path)], cwd=REPO,
+                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)  # fmt: skip
+    _wait_for(proc, "[1/12", timeout=120)
+    proc.send_signal(signal.SIGKILL)
+    proc.wait(timeout=30)
+    left = cleanup.leftovers()
+    assert any(item.startswith("container plab-h") for item in left), left  # the lab really was up
+    out = subprocess.run(["make", "clean"], cwd=REPO, capture_output=True, text=True, timeout=300)
+    assert out.returncode == 0, out.stdout + out.stderr
+    assert cleanup.leftovers() == []
+    # and the machine-level view a user would take
+    assert "plab-" not in subprocess.run(["ip", "-o", "link"], capture_output=True, text=True).stdout
+    assert subprocess.run(["docker", "ps", "-aq", "--filter", "label=protolab.managed=true"], capture_output=True,
+                          text=True).stdout.strip() == ""  # fmt: skip
+
+
+def test_clean_on_a_clean_machine_is_a_no_op():
+    out = subprocess.run(["make", "clean"], cwd=REPO, capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0 and "nothing of protolab's is left" in out.stdout, out.stdout + out.stderr
