@@ -49,7 +49,14 @@ class TopologySpec(Strict):
     @model_validator(mode="after")
     def _known_and_valid(self) -> TopologySpec:
         kind = topo.load_all().get(self.kind)  # UnknownKindError lists the known ones
-        kind.params.model_validate(self.params)
+        try:
+            kind.params.model_validate(self.params)
+        except ValidationError as exc:
+            why = "; ".join(
+                f"params.{'.'.join(str(x) for x in e['loc'])}: {e['msg'].removeprefix('Value error, ')}"
+                for e in exc.errors()
+            )
+            raise ValueError(f"{self.kind} {why}") from None
         return self
 
 

@@ -3,10 +3,10 @@
 from __future__ import annotations
 
 import json
-import os
 import signal
 import subprocess
 import sys
+import threading
 import time
 from pathlib import Path
 
@@ -20,21 +20,28 @@ REPO = Path(__file__).resolve().parents[3]
 PROTOLAB = [sys.executable, "-m", "protolab.cli"]
 
 
-def _wait_for(proc: subprocess.Popen, text: str, timeout: float) -> str:
-    """Read the child's output until `text` appears (the child is killed on timeout)."""
-    seen = ""
+def _start_run(results: Path) -> tuple[subprocess.Popen, list[str]]:
+    """Start `protolab run smoke` in the background; its output lines collect in the returned list."""
+    proc = subprocess.Popen([*PROTOLAB, "run", "smoke", "--profile", "quick", "--results", str(results)], cwd=REPO,
+                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)  # fmt: skip
+    lines: list[str] = []
+    threading.Thread(target=lambda: lines.extend(iter(proc.stdout.readline, "")), daemon=True).start()
+    return proc, lines
+
+
+def _wait_for(proc: subprocess.Popen, lines: list[str], text: str, timeout: float) -> None:
+    """Until `text` appears in the child's output (the child is killed when it does not)."""
     deadline = time.monotonic() + timeout
-    os.set_blocking(proc.stdout.fileno(), False)
     while time.monotonic() < deadline:
-        chunk = proc.stdout.read() or ""
-        seen += chunk
-        if text in seen:
-            return seen
+        if any(text in line for line in list(lines)):
+            return
         if proc.poll() is not None:
             break
         time.sleep(0.2)
     proc.kill()
-    raise AssertionError(f"never saw {text!r} in:\n{seen[-3000:]}")
+    proc.wait()
+    cleanup.clean(verbose=False)
+    raise AssertionError(f"never saw {text!r} in:\n{''.join(lines)[-3000:]}")
 
 
 def test_make_experiment_smoke(tmp_path, no_leftovers):
@@ -60,12 +67,11 @@ def test_make_experiment_smoke(tmp_path, no_leftovers):
 
 
 def test_ctrl_c_tears_down_and_marks_the_run(tmp_path, no_leftovers):
-    proc = subprocess.Popen([*PROTOLAB, "run", "smoke", "--profile", "quick", "--results", str(tmp_path)], cwd=REPO,
-                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)  # fmt: skip
-    _wait_for(proc, "[2/12", timeout=120)
+    proc, lines = _start_run(tmp_path)
+    _wait_for(proc, lines, "[2/12", timeout=120)
     proc.send_signal(signal.SIGINT)
-    rest = proc.communicate(timeout=120)[0]
-    assert proc.returncode == 130, rest
+    proc.wait(timeout=120)
+    assert proc.returncode == 130, "".join(lines)[-3000:]
     run = latest(tmp_path, "smoke")
     summary = json.loads((run / "summary.json").read_text())
     assert not summary["valid"] and any("interrupted" in r for r in summary["invalid_reasons"])
@@ -73,9 +79,8 @@ def test_ctrl_c_tears_down_and_marks_the_run(tmp_path, no_leftovers):
 
 
 def test_sigkill_then_make_clean_leaves_nothing(tmp_path):
-    proc = subprocess.Popen([*PROTOLAB, "run", "smoke", "--profile", "quick", "--results", str(tmp_path)], cwd=REPO,
-                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)  # fmt: skip
-    _wait_for(proc, "[1/12", timeout=120)
+    proc, lines = _start_run(tmp_path)
+    _wait_for(proc, lines, "[1/12", timeout=120)
     proc.send_signal(signal.SIGKILL)
     proc.wait(timeout=30)
     left = cleanup.leftovers()

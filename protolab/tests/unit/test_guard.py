@@ -1,0 +1,26 @@
+"""The self-saturation guard's arithmetic, on captured /proc snapshots."""
+
+from __future__ import annotations
+
+from protolab import guard
+
+
+def _snap(idle: float, busy: float, softirq: float = 0.0, dropped: int = 0, qdisc: int = 0) -> guard.Snapshot:
+    return guard.Snapshot({"user": busy, "idle": idle, "softirq": softirq, "iowait": 0.0}, dropped, 0, {"x": qdisc})
+
+
+def test_softnet_stat_is_summed_over_cpus(tmp_path):
+    f = tmp_path / "softnet_stat"
+    f.write_text("0000a000 00000002 00000003 0 0 0 0 0 0 0 0\n00000001 00000010 00000001 0 0 0 0 0 0 0 0\n")
+    assert guard.softnet(f) == (0x12, 0x4)
+
+
+def test_quiet_interval_is_valid():
+    figures, reasons = guard.assess(_snap(100, 10), _snap(190, 20))
+    assert reasons == [] and 0.09 < figures["host_cpu_busy_ratio"] < 0.11
+
+
+def test_saturated_cpu_softirq_and_drops_are_reasons():
+    _, reasons = guard.assess(_snap(100, 10, 0, 0, 5), _snap(101, 60, 60, 3, 9))
+    text = " ".join(reasons)
+    assert "CPU" in text and "softirq" in text and "softnet" in text and "nobody configured" in text

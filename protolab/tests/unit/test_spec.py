@@ -1,0 +1,138 @@
+"""Specs: every shipped spec loads in every profile; broken specs fail naming file, field and reason."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+import yaml
+
+from protolab import spec, topo
+from protolab.units import parse_duration, parse_quantity, parse_rate, parse_size
+
+SHIPPED = sorted(spec.EXPERIMENTS_DIR.glob("*.yaml"))
+SMOKE = spec.EXPERIMENTS_DIR / "smoke.yaml"
+
+
+@pytest.mark.parametrize("path", SHIPPED, ids=lambda p: p.stem)
+def test_every_shipped_spec_loads_in_every_profile(path: Path):
+    raw = yaml.safe_load(path.read_text())
+    for profile in [None, *raw.get("profiles", {})]:
+        plan = spec.load(path, profile)
+        assert plan.points, profile
+        assert plan.base.seed.reproduces
+        for p in plan.points:
+            assert "${" not in json.dumps(p.experiment.model_dump(mode="json", exclude={"profiles"}))
+
+
+def test_profiles_exist_for_ci_and_the_paper():
+    for path in SHIPPED:
+        assert {"quick", "full"} <= set(yaml.safe_load(path.read_text()).get("profiles", {})), path.name
+
+
+def test_committed_schema_is_current():
+    assert json.loads(spec.SCHEMA_PATH.read_text()) == json.loads(json.dumps(spec.json_schema(), sort_keys=True))
+
+
+def test_smoke_plan_groups_points_by_lab():
+    plan = spec.load(SMOKE, "quick")
+    assert len(plan.points) == 12
+    keys = [p.topology_key() for p in plan.points]
+    # each distinct lab appears in one contiguous run of points: deployed once
+    assert len({k for k in keys}) == 6 and sum(1 for a, b in zip(keys, keys[1:], strict=False) if a != b) == 5
+    p = plan.points[0]
+    assert p.experiment.checks[-1].bounds() == pytest.approx((9.5e6, 10.5e6))
+
+
+def _broken(tmp_path: Path, edit) -> str:
+    data = yaml.safe_load(SMOKE.read_text())
+    edit(data)
+    f = tmp_path / "broken.yaml"
+    f.write_text(yaml.safe_dump(data))
+    with pytest.raises(spec.SpecError) as err:
+        spec.load(f, "quick")
+    msg = str(err.value)
+    assert str(f) in msg
+    return msg
+
+
+def test_bad_rate_names_field_reason_and_point(tmp_path):
+    def edit(d):
+        d["sweep"]["rate"] = ["10Mbit", "100Mb"]
+
+    msg = _broken(tmp_path, edit)
+    assert "topology.params" in msg and "100Mb" in msg and "rate=100Mb" in msg and "is not like" in msg
+
+
+def test_unknown_topology_lists_known_ones(tmp_path):
+    msg = _broken(tmp_path, lambda d: d["sweep"].update(topology=["ring"]))
+    assert "unknown topology 'ring'" in msg and "dual_homed, hub, switched" in msg
+
+
+def test_unknown_field_is_refused(tmp_path):
+    msg = _broken(tmp_path, lambda d: d.update(repetitons=3))
+    assert "repetitons" in msg and "Extra inputs are not permitted" in msg
+
+
+def test_reference_to_missing_axis(tmp_path):
+    msg = _broken(tmp_path, lambda d: d["phases"][0]["tasks"][0].update(duration="${length}"))
+    assert "${length} names no sweep axis" in msg
+
+
+def test_task_on_a_node_that_is_not_a_host(tmp_path):
+    msg = _broken(tmp_path, lambda d: d["phases"][0]["tasks"][0].update(client="h9"))
+    assert "'h9' is not a host" in msg
+
+
+def test_udp_without_rate(tmp_path):
+    msg = _broken(tmp_path, lambda d: d["phases"][0]["tasks"][0].pop("rate"))
+    assert "UDP needs a rate" in msg
+
+
+def test_missing_profile_and_bad_yaml(tmp_path):
+    with pytest.raises(spec.SpecError, match="no such profile .*known: full, quick"):
+        spec.load(SMOKE, "nightly")
+    f = tmp_path / "x.yaml"
+    f.write_text("name: [unclosed")
+    with pytest.raises(spec.SpecError, match="not valid YAML"):
+        spec.load(f)
+    with pytest.raises(spec.SpecError, match="no experiment 'nope'"):
+        spec.find("nope")
+
+
+def test_measurement_interface_must_exist(tmp_path):
+    msg = _broken(tmp_path, lambda d: d["measurements"][0].update(interface="h3-eth7"))
+    assert "h3 has no h3-eth7" in msg
+
+
+@pytest.mark.parametrize(
+    ("text", "fn", "value"),
+    [("100ms", parse_duration, 0.1), ("5s", parse_duration, 5.0), ("250us", parse_duration, 250e-6),
+     ("10Mbit", parse_rate, 1e7), ("1544kbit", parse_rate, 1.544e6), ("1MB/s", parse_rate, 8e6),
+     ("1500B", parse_size, 1500), ("64KiB", parse_size, 65536), ("10Mbit", parse_quantity, 1e7),
+     ("2.5", parse_quantity, 2.5)],
+)  # fmt: skip
+def test_units(text, fn, value):
+    assert fn(text) == pytest.approx(value)
+
+
+@pytest.mark.parametrize(("text", "fn"), [("10", parse_duration), (10, parse_rate), ("fast", parse_rate)])
+def test_units_refuse_numbers_without_units(text, fn):
+    with pytest.raises(ValueError, match="unit|not like"):
+        fn(text)
+
+
+def test_topologies_are_data():
+    hub = topo.build("hub", {"hosts": 3, "rate": "10Mbit"})
+    assert [s.mode for s in hub.switches] == ["hub"] and hub.switches[0].capacity_bps == 1e7
+    assert all(link.rate_bps is None for link in hub.links)  # the medium, not the ports, is the limit
+    sw = topo.build("switched", {"hosts": 2, "rate": "100Mbit"})
+    assert all(link.rate_bps == 1e8 for link in sw.links)
+    dual = topo.build("dual_homed", {"hosts": 2, "rate": "100Mbit"})
+    assert dual.interfaces()["h1"] == ["h1-eth0", "h1-eth1"]
+    assert {link.node2 for link in dual.links if link.node1 == "h1"} == {"s1", "s2"}
+    wan = topo.build("switched", {"hosts": 2, "wan_router": True})
+    assert wan.host("r1").forwarding and ("10.0.100.0/24", "10.0.1.254") in wan.host("h1").routes
+    with pytest.raises(ValueError, match="floods by definition"):
+        topo.build("hub", {"hosts": 2, "multicast": "snooping"})
