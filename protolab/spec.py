@@ -56,7 +56,7 @@ class TopologySpec(Strict):
                 f"params.{'.'.join(str(x) for x in e['loc'])}: {e['msg'].removeprefix('Value error, ')}"
                 for e in exc.errors()
             )
-            raise ValueError(f"{self.kind} {why}") from None
+            raise ValueError(why) from None
         return self
 
 

@@ -62,7 +62,7 @@ def test_bad_rate_names_field_reason_and_point(tmp_path):
         d["sweep"]["rate"] = ["10Mbit", "100Mb"]
 
     msg = _broken(tmp_path, edit)
-    assert "topology.params" in msg and "100Mb" in msg and "rate=100Mb" in msg and "is not like" in msg
+    assert "topology: params.rate" in msg and "100Mb" in msg and "rate=100Mb" in msg and "is not like" in msg
 
 
 def test_unknown_topology_lists_known_ones(tmp_path):
