@@ -188,6 +188,7 @@ class Lab:
     run_id: str
     images: dict[str, str]  # node -> image
     cpus: dict[str, float | None] = field(default_factory=dict)
+    commands: dict[str, list[str] | None] = field(default_factory=dict)
     client: Any = None
     nodes: dict[str, NodeRuntime] = field(default_factory=dict)
     net: Any = None
@@ -277,6 +278,8 @@ class Lab:
             cpus = self.cpus.get(host.name)
             if cpus:
                 kwargs["nano_cpus"] = int(cpus * 1e9)
+            if self.commands.get(host.name):
+                kwargs["command"] = self.commands[host.name]
             try:
                 c = self.client.containers.run(image, **kwargs)
             except docker.errors.ImageNotFound:

@@ -19,7 +19,7 @@ from typing import Any
 
 from . import environment, firewall, guard, monitor, naming, topo
 from .lab import Lab, remove_containers
-from .spec import Measurement, Plan, Point
+from .spec import Measurement, NodeSpec, Plan, Point
 from .workloads import RUNNERS
 
 log = logging.getLogger(__name__)
@@ -111,10 +111,12 @@ class Runner:
             for gi, points in enumerate(groups.values()):
                 ex = points[0].experiment
                 topology = topo.build(ex.topology.kind, ex.topology.params)
-                node_images = {h.name: (ex.nodes.get(h.name) or ex.nodes.get("default")).image for h in topology.hosts}
-                cpus = {h.name: (ex.nodes.get(h.name) or ex.nodes.get("default")).cpus for h in topology.hosts}
+                specs = {h.name: ex.nodes.get(h.name) or ex.nodes.get("default") or NodeSpec() for h in topology.hosts}
+                node_images = {n: s.image for n, s in specs.items()}
+                cpus = {n: s.cpus for n, s in specs.items()}
+                commands = {n: s.command for n, s in specs.items()}
                 print(f"deploying lab {gi + 1}/{len(groups)}: {ex.topology.kind} {ex.topology.params}", flush=True)
-                lab = Lab(topology, self.rundir.run_id, node_images, cpus, client=client)
+                lab = Lab(topology, self.rundir.run_id, node_images, cpus, commands=commands, client=client)
                 lab.deploy()
                 self.actions += lab.actions
                 monitor.write_targets(lab.targets())

@@ -63,6 +63,9 @@ class TopologySpec(Strict):
 class NodeSpec(Strict):
     image: str = Field("protolab/node", description="container image (built by `make images`)")
     cpus: float | None = Field(None, gt=0, description="CPU budget in cores (cgroup quota); null = none")
+    command: list[str] | None = Field(
+        None, description="arguments for the image's entrypoint (the agent); null = the image's default"
+    )
 
 
 Task = Annotated[Union[tuple(TASK_MODELS.values())], Field(discriminator="kind")]  # noqa: UP007

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import subprocess
 import threading
 import time
 
@@ -135,3 +136,30 @@ def test_bridged_forwarding_fix_is_narrow_and_removable(no_leftovers):
     assert all("-i plab-+ -o plab-+" in r and "--physdev-is-bridged" in r for r in rules), rules
     firewall.remove_rules()
     assert cleanup.iptables_rules() == []
+
+
+def _metrics(lab: Lab, node: str) -> dict[str, float]:
+    """The node agent's /metrics, fetched inside the node's network namespace."""
+    fetch = "import urllib.request; print(urllib.request.urlopen('http://127.0.0.1:9100/metrics').read().decode())"
+    out = subprocess.run(["nsenter", "-t", str(lab.nodes[node].pid), "-n", "python3", "-c", fetch],
+                         capture_output=True, text=True, timeout=20, check=True).stdout  # fmt: skip
+    values = {}
+    for line in out.splitlines():
+        if line and not line.startswith("#"):
+            name, _, value = line.rpartition(" ")
+            values[name] = float(value)
+    return values
+
+
+def test_agent_counts_the_containers_cpu_and_data_plane_only(no_leftovers):
+    t = topo.build("switched", {"hosts": 2, "rate": "10Mbit"})
+    with Lab(t, "itest", {h.name: IMAGE for h in t.hosts}, cpus={"h1": 0.5}) as lab:
+        m = _metrics(lab, "h1")
+        assert m["protolab_cpu_quota_cores"] == 0.5 and _metrics(lab, "h2")["protolab_cpu_quota_cores"] == 0
+        interfaces = {k.split('interface="')[1].split('"')[0] for k in m if 'interface="' in k}
+        assert interfaces == {"h1-eth0"}, interfaces  # not lo, not the management eth0
+        # work done through `docker exec` is the container's CPU, capped by its budget
+        c0 = m["protolab_cpu_seconds_total"]
+        lab.exec("h1", ["timeout", "2", "sh", "-c", "while :; do :; done"])  # 2 s of a busy loop
+        used = _metrics(lab, "h1")["protolab_cpu_seconds_total"] - c0
+        assert 0.7 < used < 1.3, f"{used:.2f} CPU seconds in 2 s under a 0.5-core budget"
