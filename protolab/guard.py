@@ -9,6 +9,7 @@ bounds below mark the run invalid in summary.json, naming the point and the reas
 from __future__ import annotations
 
 import json
+import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -18,6 +19,7 @@ from .shell import run
 
 MAX_CPU_BUSY_RATIO = 0.95  # both cores nearly saturated: the workload competes with the emulation itself
 MAX_SOFTIRQ_RATIO = 0.5  # half of all CPU time in softirq: packet processing is the bottleneck
+MAX_FOREIGN_CORES = 0.5  # CPU used by neither the lab's containers nor interrupts: other load competes
 
 
 @dataclass
@@ -26,6 +28,31 @@ class Snapshot:
     softnet_dropped: int
     softnet_squeezed: int
     qdisc_drops: dict[str, int] = field(default_factory=dict)
+    lab_cpu_seconds: float = 0.0  # summed over the lab's containers (their cgroups)
+    at: float = 0.0  # time.monotonic()
+
+
+def cgroup_cpu_seconds(pid: int, root: Path = Path("/sys/fs/cgroup")) -> float | None:
+    """CPU time of the cgroup a process is in (cgroup v1 cpuacct or v2 cpu.stat)."""
+    try:
+        lines = Path(f"/proc/{pid}/cgroup").read_text().splitlines()
+    except OSError:
+        return None
+    for line in lines:
+        _, controllers, path = line.split(":", 2)
+        if "cpuacct" in controllers.split(","):
+            for mount in (controllers, "cpuacct", "cpu,cpuacct"):
+                f = root / mount / path.lstrip("/") / "cpuacct.usage"
+                if f.exists():
+                    return int(f.read_text()) / 1e9
+    for line in lines:
+        if line.startswith("0::"):
+            f = root / line[3:].lstrip("/") / "cpu.stat"
+            if f.exists():
+                for stat in f.read_text().splitlines():
+                    if stat.startswith("usage_usec "):
+                        return int(stat.split()[1]) / 1e6
+    return None
 
 
 def softnet(path: Path = Path("/proc/net/softnet_stat")) -> tuple[int, int]:
@@ -51,13 +78,15 @@ def qdisc_drops(devices: set[str], netns_pid: int | None = None) -> dict[str, in
     return drops
 
 
-def snapshot(unshaped: dict[int | None, set[str]] | None = None) -> Snapshot:
-    """unshaped: netns pid (None = root namespace) -> lab interfaces that have no configured shaper."""
+def snapshot(unshaped: dict[int | None, set[str]] | None = None, lab_pids: list[int] | None = None) -> Snapshot:
+    """unshaped: netns pid (None = root namespace) -> lab interfaces that have no configured shaper;
+    lab_pids: one process of each lab container (its CPU is the lab's, not foreign load)."""
     d, s = softnet()
     drops: dict[str, int] = {}
     for pid, devs in (unshaped or {}).items():
         drops.update(qdisc_drops(devs, pid))
-    return Snapshot(psutil.cpu_times()._asdict(), d, s, drops)
+    lab = sum(cgroup_cpu_seconds(p) or 0.0 for p in lab_pids or [])
+    return Snapshot(psutil.cpu_times()._asdict(), d, s, drops, lab, time.monotonic())
 
 
 def assess(before: Snapshot, after: Snapshot) -> tuple[dict[str, float], list[str]]:
@@ -74,7 +103,15 @@ def assess(before: Snapshot, after: Snapshot) -> tuple[dict[str, float], list[st
             sum(max(0, v - before.qdisc_drops.get(k, 0)) for k, v in after.qdisc_drops.items())
         ),
     }
+    wall = after.at - before.at
+    if wall > 0:
+        busy = total - idle - delta.get("softirq", 0.0) - delta.get("irq", 0.0)
+        figures["foreign_cpu_cores"] = max(0.0, busy - (after.lab_cpu_seconds - before.lab_cpu_seconds)) / wall
     reasons = []
+    if figures.get("foreign_cpu_cores", 0.0) > MAX_FOREIGN_CORES:
+        reasons.append(
+            f"processes outside the lab used {figures['foreign_cpu_cores']:.2f} cores (> {MAX_FOREIGN_CORES})"
+        )
     if figures["host_cpu_busy_ratio"] > MAX_CPU_BUSY_RATIO:
         reasons.append(f"host CPU {figures['host_cpu_busy_ratio']:.0%} busy (> {MAX_CPU_BUSY_RATIO:.0%})")
     if figures["host_softirq_ratio"] > MAX_SOFTIRQ_RATIO:

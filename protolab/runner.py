@@ -182,7 +182,8 @@ class Runner:
         row: dict[str, Any] = {"point": point.id, "repetition": rep, **{k: _cell(v) for k, v in point.values.items()}}
         time.sleep(ex.settle)
         unshaped = _unshaped(lab)
-        before = guard.snapshot(unshaped)
+        lab_pids = [n.pid for n in lab.nodes.values()]
+        before = guard.snapshot(unshaped, lab_pids)
         windows = []
         for phase in ex.phases:
             runners = [RUNNERS.get(t.kind)(t, lab) for t in phase.tasks]
@@ -202,7 +203,7 @@ class Runner:
                 row.update(r.result())
             windows.append((phase.name, t0 + ex.warmup, t0 + max(t.duration for t in phase.tasks)))
             _ = t1
-        after = guard.snapshot(unshaped)
+        after = guard.snapshot(unshaped, lab_pids)
         figures, reasons = guard.assess(before, after)
         self.guard[f"{point.id}/{rep}"] = {"figures": figures, "reasons": reasons}
         if reasons:

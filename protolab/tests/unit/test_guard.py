@@ -5,8 +5,10 @@ from __future__ import annotations
 from protolab import guard
 
 
-def _snap(idle: float, busy: float, softirq: float = 0.0, dropped: int = 0, qdisc: int = 0) -> guard.Snapshot:
-    return guard.Snapshot({"user": busy, "idle": idle, "softirq": softirq, "iowait": 0.0}, dropped, 0, {"x": qdisc})
+def _snap(idle: float, busy: float, softirq: float = 0.0, dropped: int = 0, qdisc: int = 0, lab: float = 0.0,
+          at: float = 0.0) -> guard.Snapshot:  # fmt: skip
+    cpu = {"user": busy, "idle": idle, "softirq": softirq, "iowait": 0.0}
+    return guard.Snapshot(cpu, dropped, 0, {"x": qdisc}, lab, at)
 
 
 def test_softnet_stat_is_summed_over_cpus(tmp_path):
@@ -24,3 +26,17 @@ def test_saturated_cpu_softirq_and_drops_are_reasons():
     _, reasons = guard.assess(_snap(100, 10, 0, 0, 5), _snap(101, 60, 60, 3, 9))
     text = " ".join(reasons)
     assert "CPU" in text and "softirq" in text and "softnet" in text and "nobody configured" in text
+
+
+def test_load_outside_the_lab_is_a_reason():
+    # 10 s: 12 CPU-seconds busy, of which the lab's containers used 2: 1 core of foreign load
+    figures, reasons = guard.assess(_snap(0, 0, lab=0, at=0), _snap(8, 12, lab=2, at=10))
+    assert figures["foreign_cpu_cores"] == 1.0 and "outside the lab used 1.00 cores" in " ".join(reasons)
+    figures, reasons = guard.assess(_snap(0, 0, lab=0, at=0), _snap(8, 12, lab=11, at=10))
+    assert figures["foreign_cpu_cores"] == 0.1 and reasons == []
+
+
+def test_cgroup_cpu_of_this_process_is_readable():
+    import os
+
+    assert (guard.cgroup_cpu_seconds(os.getpid()) or 0) > 0
