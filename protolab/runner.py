@@ -81,6 +81,7 @@ class Runner:
         self.invalid: list[str] = []
         self.deployments: list[dict[str, Any]] = []
         self.actions: list[str] = []
+        self.monitor_pids: list[int] = []  # the monitoring stack's CPU is ours too, not foreign load
 
     def run(self) -> Path:
         import docker
@@ -105,6 +106,8 @@ class Runner:
         try:
             monitor.up(client)
             prom = monitor.Prometheus()
+            self.monitor_pids = [c.attrs["State"]["Pid"] for c in client.containers.list(
+                filters={"label": f"com.docker.compose.project={naming.COMPOSE_PROJECT}"})]  # fmt: skip
             groups: dict[str, list[Point]] = {}
             for p in self.plan.points:
                 groups.setdefault(p.topology_key(), []).append(p)
@@ -182,7 +185,7 @@ class Runner:
         row: dict[str, Any] = {"point": point.id, "repetition": rep, **{k: _cell(v) for k, v in point.values.items()}}
         time.sleep(ex.settle)
         unshaped = _unshaped(lab)
-        lab_pids = [n.pid for n in lab.nodes.values()]
+        lab_pids = [n.pid for n in lab.nodes.values()] + self.monitor_pids
         before = guard.snapshot(unshaped, lab_pids)
         windows = []
         for phase in ex.phases:

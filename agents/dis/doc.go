@@ -101,5 +101,10 @@
 //
 // WritePCAP writes the PDUs as Ethernet/IPv4/UDP frames on port 3000 in a
 // classic pcap file, which Wireshark's DIS dissector decodes; the package
-// test TestTsharkDecodesEveryType does so when tshark is on PATH.
+// test TestTsharkDecodesEveryType does so when tshark is on PATH. With
+// tshark 4.0.17 every field it shows for Entity State, Fire, Detonation and
+// Collision matches; that version dissects only the header of the six
+// logistics PDUs. Wireshark reads an articulated part's parameter value as
+// a float32 followed by padding (ArticulationParameter.Float32), where
+// Open-DIS v6 reads a float64: the raw 8 bytes are the same either way.
 package dis
