@@ -74,13 +74,7 @@ def nft_tables() -> list[str]:
 
 
 def iptables_rules() -> list[str]:
-    rules = []
-    for tool, _ in firewall.FAMILIES.values():
-        try:
-            rules += [f"{tool} {r}" for r in run([tool, "-w", "-S"]).splitlines() if naming.RULE_COMMENT in r]
-        except CommandError:
-            continue
-    return rules
+    return [f"{tool} -t {table} {rule}" for tool, table, rule in firewall.our_rules()]
 
 
 def leftovers() -> list[str]:

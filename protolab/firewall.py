@@ -10,6 +10,7 @@ only frames bridged within a `plab-*` bridge, tagged with the comment `protolab`
 from __future__ import annotations
 
 import logging
+import re
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -82,19 +83,30 @@ def ensure_bridged_forwarding() -> list[str]:
     return actions
 
 
-def remove_rules() -> int:
-    """Delete every rule carrying our comment, in any chain of the filter table; return how many."""
-    removed = 0
+TABLES = ("filter", "mangle", "raw")
+
+
+def our_rules(comment: str | None = None) -> list[tuple[str, str, str]]:
+    """(tool, table, rule) for every rule whose comment is ours (or exactly `comment`), root namespace."""
+    body = re.escape(comment) if comment else re.escape(RULE_COMMENT) + r"\S*"
+    pattern = re.compile(r"--comment " + body + r"(\s|$)")
+    found = []
     for tool, _ in FAMILIES.values():
-        try:
-            rules = run([tool, "-w", "-S"]).splitlines()
-        except CommandError:
-            continue
-        for rule in rules:
-            if f"--comment {RULE_COMMENT}" not in rule or not rule.startswith("-A "):
+        for table in TABLES:
+            try:
+                rules = run([tool, "-w", "-t", table, "-S"]).splitlines()
+            except CommandError:
                 continue
-            args = rule.split()
-            args[0] = "-D"
-            if ok([tool, "-w", *args]):
-                removed += 1
+            found += [(tool, table, r) for r in rules if pattern.search(r) and r.startswith("-A ")]
+    return found
+
+
+def remove_rules(comment: str | None = None) -> int:
+    """Delete every rule carrying our comment (or exactly `comment`), in any chain and table; return how many."""
+    removed = 0
+    for tool, table, rule in our_rules(comment):
+        args = rule.split()
+        args[0] = "-D"
+        if ok([tool, "-w", "-t", table, *args]):
+            removed += 1
     return removed

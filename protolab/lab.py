@@ -25,9 +25,11 @@ from typing import Any
 import docker
 import docker.errors
 
-from . import firewall, naming
+from . import firewall, impair, naming
+from .impair import Endpoint, Impairment, LinkImpairment
 from .shell import CommandError, run
 from .topo import Topology
+from .units import format_rate
 
 log = logging.getLogger(__name__)
 
@@ -196,6 +198,11 @@ class Lab:
     actions: list[str] = field(default_factory=list)
     timings: dict[str, float] = field(default_factory=dict)
     owned: dict[str, bool] = field(default_factory=dict)  # shared things this lab created and so removes
+    impairments: list[LinkImpairment] = field(default_factory=list)  # from the spec, beyond the link rates
+    backend: impair.Backend | None = None  # None: probe and choose at deploy ('auto')
+    backend_probe: dict[str, tuple[bool, str]] = field(default_factory=dict)
+    link_ends: dict[tuple[str, str], tuple[Endpoint, Endpoint]] = field(default_factory=dict)
+    applied: list[dict[str, Any]] = field(default_factory=list)  # what each direction of each link got
 
     def __post_init__(self) -> None:
         self.client = self.client or docker.from_env()
@@ -223,6 +230,7 @@ class Lab:
         t1 = time.monotonic()
         self._build_network()
         self._configure_hosts()
+        self._impair()
         self.timings = {"containers_seconds": t1 - t0, "network_seconds": time.monotonic() - t1}
 
     def teardown(self) -> None:
@@ -236,6 +244,13 @@ class Lab:
         for sw in self.topology.switches:
             run(["ip", "link", "del", naming.bridge_name(sw.name) + "-ifb"], check=False)
             run(["ip", "link", "del", naming.bridge_name(sw.name)], check=False)
+        for ends in self.link_ends.values():  # IFBs taking a bridge port's ingress, in the root namespace
+            for ep in ends:
+                if ep.pid is None:
+                    run(["ip", "link", "del", impair.ifb_for(ep).intf], check=False)
+        if self.applied:
+            firewall.remove_rules(naming.IMPAIR_COMMENT)
+        self.link_ends.clear()
         remove_containers(self.client, [naming.container_name(n) for n in self.nodes])
         self.nodes.clear()
         if self.owned.pop("firewall", False):
@@ -302,7 +317,7 @@ class Lab:
 
     def _build_network(self) -> None:
         _link, net_mod, _node, _nodelib = _mininet()
-        container_host, bridge, plain_link, tc_link = node_classes()
+        container_host, bridge, plain_link, _tc_link = node_classes()
         net = net_mod.Mininet(topo=None, build=False, controller=None, autoSetMacs=False, waitConnected=False)
         self.net = net
         for h in self.topology.hosts:
@@ -318,13 +333,43 @@ class Lab:
                 params["params1"] = {"ip": lk.ip1}
             if lk.ip2:
                 params["params2"] = {"ip": lk.ip2}
-            if lk.rate_bps:
-                link = net.addLink(names[lk.node1], names[lk.node2], cls=tc_link, bw=lk.rate_bps / 1e6, **params)
-                self.shaped_interfaces.update({link.intf1.name, link.intf2.name})
-            else:
-                net.addLink(names[lk.node1], names[lk.node2], cls=plain_link, **params)
+            link = net.addLink(names[lk.node1], names[lk.node2], cls=plain_link, **params)
+            ends = tuple(Endpoint(i.name, self.nodes[n].pid if n in self.nodes else None)
+                         for n, i in ((lk.node1, link.intf1), (lk.node2, link.intf2)))  # fmt: skip
+            self.link_ends[(lk.node1, lk.node2)] = ends  # type: ignore[assignment]
         net.build()
         net.start()
+
+    def _impair(self) -> None:
+        """Shape every link's rate and apply the spec's impairments, per direction, with one backend."""
+        wanted: dict[tuple[str, str], tuple[Impairment, str]] = {}
+        for lk in self.topology.links:
+            if lk.rate_bps:
+                base = Impairment(rate=format_rate(lk.rate_bps))
+                wanted[(lk.node1, lk.node2)] = (base, "sender")
+                wanted[(lk.node2, lk.node1)] = (base, "sender")
+        pairs = set(self.link_ends) | {(b, a) for a, b in self.link_ends}
+        for item in self.impairments:
+            given = {k: getattr(item, k) for k in item.model_fields_set if k not in ("link", "direction", "at")}
+            for d in item.directions():
+                if d not in pairs:
+                    raise ValueError(f"impairment on {list(item.link)}: no link between {d[0]} and {d[1]}")
+                base = wanted.get(d, (Impairment(), item.at))[0]
+                wanted[d] = (base.model_copy(update=given), item.at)
+        if not wanted:
+            return
+        if self.backend is None:
+            self.backend, self.backend_probe = impair.choose("auto")
+        for (a, b), (imp, at) in wanted.items():
+            if (a, b) in self.link_ends:
+                sender, receiver = self.link_ends[(a, b)]
+            else:
+                receiver, sender = self.link_ends[(b, a)]
+            done = self.backend.apply(sender, receiver, imp, at)
+            self.shaped_interfaces.update({sender.intf, receiver.intf})
+            config = imp.model_dump(mode="json", exclude_defaults=True)
+            self.applied.append({"from": a, "to": b, "at": at, "backend": self.backend.name, "impairment": config,
+                                 "commands": done})  # fmt: skip
 
     def _configure_hosts(self) -> None:
         for h in self.topology.hosts:

@@ -17,6 +17,7 @@ CONTAINER_PREFIX = "plab-"
 MGMT_NETWORK = "plab-mgmt"
 COMPOSE_PROJECT = "protolab"
 RULE_COMMENT = "protolab"
+IMPAIR_COMMENT = "protolab-impair"  # rules of the fallback impairment backend
 NFT_TABLE_PREFIX = "protolab"
 PROCESS_ENV = "PROTOLAB_NODE"
 STATE_DIR = "/run/protolab"

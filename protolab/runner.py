@@ -17,7 +17,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from . import environment, firewall, guard, monitor, naming, topo
+from . import environment, firewall, guard, impair, monitor, naming, topo
 from .lab import Lab, remove_containers
 from .spec import Measurement, NodeSpec, Plan, Point
 from .workloads import RUNNERS
@@ -81,7 +81,8 @@ class Runner:
         self.invalid: list[str] = []
         self.deployments: list[dict[str, Any]] = []
         self.actions: list[str] = []
-        self.monitor_pids: list[int] = []  # the monitoring stack's CPU is ours too, not foreign load
+        self.monitor_pids: list[int] = []
+        self.backend: impair.Backend | None = None  # the monitoring stack's CPU is ours too, not foreign load
 
     def run(self) -> Path:
         import docker
@@ -104,6 +105,13 @@ class Runner:
         lab: Lab | None = None
         error: BaseException | None = None
         try:
+            self.backend, probe = impair.choose(e.impairment_backend)
+            manifest["impairment_backend"] = {
+                "chosen": self.backend.name,
+                "requested": e.impairment_backend,
+                "probe": {k: {"available": ok, "why": why} for k, (ok, why) in probe.items()},
+            }
+            print(f"impairment backend: {self.backend.name} ({probe[self.backend.name][1]})", flush=True)
             monitor.up(client)
             prom = monitor.Prometheus()
             self.monitor_pids = [c.attrs["State"]["Pid"] for c in client.containers.list(
@@ -119,12 +127,15 @@ class Runner:
                 cpus = {n: s.cpus for n, s in specs.items()}
                 commands = {n: s.command for n, s in specs.items()}
                 print(f"deploying lab {gi + 1}/{len(groups)}: {ex.topology.kind} {ex.topology.params}", flush=True)
-                lab = Lab(topology, self.rundir.run_id, node_images, cpus, commands=commands, client=client)
+                lab = Lab(topology, self.rundir.run_id, node_images, cpus, commands=commands, client=client,
+                          impairments=ex.impairments, backend=self.backend)  # fmt: skip
                 lab.deploy()
                 self.actions += lab.actions
                 monitor.write_targets(lab.targets())
                 prom.wait_targets({h.name for h in topology.hosts})
-                self.deployments.append({"topology": ex.topology.model_dump(mode="json"), **lab.timings})
+                self.deployments.append(
+                    {"topology": ex.topology.model_dump(mode="json"), **lab.timings, "links": lab.applied}
+                )
                 for point in points:
                     for rep in range(point.experiment.repetitions):
                         progress.step(f"{point.id} {point.label()} rep {rep + 1}/{point.experiment.repetitions}")
@@ -241,7 +252,7 @@ class Runner:
             "kernel": environment.static()["kernel"],
             "host": environment.static(),
             "tool_versions": environment.tool_versions(),
-            "impairment_backend": "tc-htb (rate only; loss/delay backends arrive with fault injection)",
+            "impairment_backend": None,  # set once probed
             "random_seed": e.random_seed,
             "started_at": started,
             "finished_at": None,

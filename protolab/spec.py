@@ -21,6 +21,7 @@ import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from . import topo
+from .impair import LinkImpairment
 from .units import Quantity, Seconds
 from .workloads import TASK_MODELS
 
@@ -168,6 +169,12 @@ class Experiment(Strict):
     random_seed: int = 1
     settle: Seconds = Field(1.0, description="pause before each measurement")
     warmup: Seconds = Field(1.0, description="start of each phase left out of the measurement window")
+    impairments: list[LinkImpairment] = Field(
+        default_factory=list, description="per link and direction, beyond the topology's link rates"
+    )
+    impairment_backend: Literal["auto", "netem", "fallback"] = Field(
+        "auto", description="auto: netem where the kernel has sch_netem, else the fallback"
+    )
     phases: list[Phase] = Field(..., min_length=1)
     measurements: list[Measurement] = Field(default_factory=list)
     tables: list[Table] = Field(default_factory=list)
@@ -201,6 +208,10 @@ class Experiment(Strict):
                 for n in task.nodes():
                     if n not in hosts:
                         raise ValueError(f"phase {phase.name}, task {task.name}: {n!r} is not a host ({sorted(hosts)})")
+        linked = {(lk.node1, lk.node2) for lk in t.links} | {(lk.node2, lk.node1) for lk in t.links}
+        for i, imp in enumerate(self.impairments):
+            if tuple(imp.link) not in linked:
+                raise ValueError(f"impairments.{i}: no link between {imp.link[0]} and {imp.link[1]} in {t.kind}")
         for m in self.measurements:
             if m.node not in hosts:
                 raise ValueError(f"measurement {m.name}: {m.node!r} is not a host")
@@ -229,10 +240,9 @@ class Point:
 
     def topology_key(self) -> str:
         e = self.experiment
-        return json.dumps(
-            [e.topology.model_dump(mode="json"), {k: v.model_dump(mode="json") for k, v in e.nodes.items()}],
-            sort_keys=True,
-        )
+        nodes = {k: v.model_dump(mode="json") for k, v in e.nodes.items()}
+        impairments = [i.model_dump(mode="json") for i in e.impairments]
+        return json.dumps([e.topology.model_dump(mode="json"), nodes, impairments], sort_keys=True)
 
     def label(self) -> str:
         return ", ".join(f"{k}={_short(v)}" for k, v in self.values.items()) or "(single point)"

@@ -1,0 +1,304 @@
+"""Link impairments and the backends that apply them, chosen by probing the kernel at run time.
+
+An impairment belongs to one direction of one link (`from` -> `to`), applied at the sender's egress
+(`at: sender`, the default) or at the receiver's ingress (`at: receiver`, through an IFB). Backends:
+
+- `netem`: HTB for the rate with tc netem as its leaf for delay, jitter, loss (random or
+  Gilbert-Elliott), duplication, reordering, corruption and the queue limit. Needs sch_netem.
+- `fallback`, for kernels without sch_netem: HTB for the rate, iptables `statistic` for random loss at
+  the receiving end (never in the sender's own output path, where a drop is an error, not loss). The
+  rest (delay, jitter, Gilbert-Elliott, duplication, reordering, corruption) needs the userspace link
+  emulator; until a spec asks for it, nothing is started.
+
+`probe()` says which backends this machine has and why not; `choose()` picks one ('auto' prefers netem).
+netem's queue limit is sized from rate x (delay + jitter) so the 1000-packet default never drops silently.
+"""
+
+from __future__ import annotations
+
+import math
+import zlib
+from dataclasses import dataclass
+from typing import Annotated, Literal
+
+from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, WithJsonSchema, model_validator
+
+from . import naming
+from .registry import Registry
+from .shell import CommandError, run
+from .units import TEMPLATE_SCHEMA, BitsPerSecond, Seconds, format_rate
+
+MTU_FRAME_BYTES = 1514
+DEFAULT_RATE_FOR_LIMIT = 1e9  # when a link has no rate, size queues as if it ran at 1 Gbit/s
+MIN_LIMIT_PACKETS = 1000
+
+
+def parse_percent(value: str | float | int) -> float:
+    """'1%' -> 0.01 (a ratio). A bare number is refused: say '%'."""
+    if isinstance(value, str) and value.strip().endswith("%"):
+        try:
+            ratio = float(value.strip()[:-1]) / 100
+        except ValueError:
+            raise ValueError(f"{value!r} is not a percentage like '1%' or '0.5%'") from None
+        if not 0 <= ratio <= 1:
+            raise ValueError(f"{value!r} is outside 0%..100%")
+        return ratio
+    raise ValueError(f"{value!r} is not a percentage; write it with '%', e.g. '1%'")
+
+
+Percent = Annotated[
+    float,
+    BeforeValidator(parse_percent),
+    WithJsonSchema({"anyOf": [{"type": "string", "pattern": r"^\s*\d+(\.\d+)?\s*%\s*$"}, TEMPLATE_SCHEMA]}),
+]
+
+
+class Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+class GilbertElliott(Strict):
+    """netem's `loss gemodel p r 1-h 1-k`: p good->bad, r bad->good, loss in the bad and good states."""
+
+    p: Percent = Field(..., description="probability of moving from the good to the bad state")
+    r: Percent = Field(..., description="probability of moving from the bad to the good state")
+    loss_bad: Percent = Field(1.0, description="loss probability in the bad state (netem's 1-h)")
+    loss_good: Percent = Field(0.0, description="loss probability in the good state (netem's 1-k)")
+
+    def mean_loss(self) -> float:
+        """Stationary loss rate: pi_bad * loss_bad + pi_good * loss_good."""
+        if self.p + self.r == 0:
+            return self.loss_good
+        bad = self.p / (self.p + self.r)
+        return bad * self.loss_bad + (1 - bad) * self.loss_good
+
+
+class Impairment(Strict):
+    """What one direction of a link does to packets."""
+
+    rate: BitsPerSecond | None = Field(None, description="line rate of this direction, e.g. '10Mbit'")
+    delay: Seconds | None = Field(None, description="added one-way delay, e.g. '10ms'")
+    jitter: Seconds | None = Field(None, description="delay variation, e.g. '2ms'")
+    distribution: Literal["uniform", "normal", "pareto", "paretonormal"] = "normal"
+    loss: Percent | None = Field(None, description="random loss, e.g. '1%'")
+    loss_model: GilbertElliott | None = Field(None, description="bursty loss instead of random loss")
+    duplicate: Percent | None = None
+    reorder: Percent | None = Field(None, description="share of packets sent without the delay (needs delay)")
+    corrupt: Percent | None = Field(None, description="share of packets with one bit flipped")
+    ber: float | None = Field(None, gt=0, lt=1, description="bit error rate, e.g. 1e-6: per-packet by size")
+    limit: int | None = Field(None, ge=1, description="queue limit in packets (default: sized from rate x delay)")
+
+    @model_validator(mode="after")
+    def _consistent(self) -> Impairment:
+        if self.loss is not None and self.loss_model is not None:
+            raise ValueError("give loss (random) or loss_model (Gilbert-Elliott), not both")
+        if self.jitter and not self.delay:
+            raise ValueError("jitter needs a delay")
+        if self.reorder and not self.delay:
+            raise ValueError("reorder needs a delay (reordered packets are the ones sent without it)")
+        if self.corrupt is not None and self.ber is not None:
+            raise ValueError("give corrupt (per packet) or ber (per bit), not both")
+        return self
+
+    def shaping_only(self) -> bool:
+        return all(getattr(self, f) in (None, 0) for f in ("delay", "jitter", "loss", "loss_model", "duplicate",
+                                                           "reorder", "corrupt", "ber"))  # fmt: skip
+
+    def queue_limit(self) -> int:
+        """Packets that fit in rate x (delay + 4 jitter), doubled, at least 1000 (netem's default)."""
+        if self.limit:
+            return self.limit
+        rate = self.rate or DEFAULT_RATE_FOR_LIMIT
+        hold = (self.delay or 0) + 4 * (self.jitter or 0)
+        return max(MIN_LIMIT_PACKETS, math.ceil(2 * rate * hold / (8 * MTU_FRAME_BYTES)))
+
+    def corrupt_probability(self, packet_bytes: int = 1500) -> float | None:
+        """Per-packet corruption: `corrupt`, or 1 - (1 - ber)^(8 * size) for a bit error rate."""
+        if self.ber is not None:
+            return 1 - (1 - self.ber) ** (8 * packet_bytes)
+        return self.corrupt
+
+    def netem_args(self, packet_bytes: int = 1500) -> list[str]:
+        args = ["limit", str(self.queue_limit())]
+        if self.delay:
+            args += ["delay", f"{self.delay * 1e6:.0f}us"]
+            if self.jitter:
+                args += [f"{self.jitter * 1e6:.0f}us", "distribution", self.distribution]
+        if self.loss:
+            args += ["loss", "random", f"{self.loss * 100:.6g}%"]
+        if self.loss_model:
+            g = self.loss_model
+            args += ["loss", "gemodel"] + [f"{x * 100:.6g}%" for x in (g.p, g.r, g.loss_bad, 1 - g.loss_good)]
+        if self.duplicate:
+            args += ["duplicate", f"{self.duplicate * 100:.6g}%"]
+        if self.reorder:
+            args += ["reorder", f"{self.reorder * 100:.6g}%"]
+        corrupt = self.corrupt_probability(packet_bytes)
+        if corrupt:
+            args += ["corrupt", f"{corrupt * 100:.6g}%"]
+        return args
+
+
+class LinkImpairment(Impairment):
+    """An impairment on the link between two topology nodes, in one or both directions."""
+
+    link: tuple[str, str] = Field(..., description="the two nodes the link joins, e.g. [h1, s1]")
+    direction: Literal["both", "forward", "reverse"] = Field(
+        "both", description="forward: link[0] -> link[1]; reverse: link[1] -> link[0]"
+    )
+    at: Literal["sender", "receiver"] = Field(
+        "sender", description="sender: egress qdisc; receiver: ingress of the far end (through an IFB)"
+    )
+
+    def directions(self) -> list[tuple[str, str]]:
+        a, b = self.link
+        return {"both": [(a, b), (b, a)], "forward": [(a, b)], "reverse": [(b, a)]}[self.direction]
+
+    def impairment(self) -> Impairment:
+        fields = {k: getattr(self, k) for k in Impairment.model_fields}  # already validated: no re-parsing
+        return Impairment.model_construct(_fields_set=self.model_fields_set & set(fields), **fields)
+
+
+@dataclass(frozen=True)
+class Endpoint:
+    """An interface and the network namespace it lives in (pid of a process there; None = root)."""
+
+    intf: str
+    pid: int | None = None
+
+    def cmd(self, *args: str) -> list[str]:
+        return ["nsenter", "-t", str(self.pid), "-n", *args] if self.pid else list(args)
+
+
+def _rate_args(rate: float) -> list[str]:
+    burst = max(15000, int(rate / 8 / 250))  # 4 ms of line rate, at least 10 full frames
+    return ["rate", f"{int(rate)}bit", "ceil", f"{int(rate)}bit", "burst", str(burst), "cburst", str(burst),
+            "quantum", str(MTU_FRAME_BYTES)]  # fmt: skip
+
+
+def ifb_for(ep: Endpoint) -> Endpoint:
+    """The IFB that takes an interface's ingress: `plab-i<hash>` in the root namespace, `<intf>i` in a node."""
+    name = f"{naming.PREFIX}i{zlib.crc32(ep.intf.encode()) % 10**6:06d}" if ep.pid is None else f"{ep.intf}i"[:15]
+    return Endpoint(name, ep.pid)
+
+
+def ingress_device(ep: Endpoint) -> Endpoint:
+    """Redirect everything arriving on ep into an IFB, whose egress is then shaped; returns the IFB."""
+    ifb = ifb_for(ep)
+    run(ep.cmd("ip", "link", "add", "name", ifb.intf, "type", "ifb"))
+    run(ep.cmd("ip", "link", "set", "dev", ifb.intf, "up"))
+    run(ep.cmd("tc", "qdisc", "add", "dev", ep.intf, "handle", "ffff:", "ingress"))
+    run(ep.cmd("tc", "filter", "add", "dev", ep.intf, "parent", "ffff:", "protocol", "all", "u32", "match", "u32",
+               "0", "0", "action", "mirred", "egress", "redirect", "dev", ifb.intf))  # fmt: skip
+    return ifb
+
+
+class Backend:
+    name = ""
+
+    def available(self) -> tuple[bool, str]:
+        raise NotImplementedError
+
+    def apply(self, sender: Endpoint, receiver: Endpoint, imp: Impairment, at: str = "sender") -> list[str]:
+        """Install imp for packets from sender to receiver; return the commands' descriptions."""
+        raise NotImplementedError
+
+    def shape(self, dev: Endpoint, imp: Impairment, leaf: list[str] | None = None) -> None:
+        """HTB root with the rate (if any), and a leaf qdisc (netem args, or a pfifo sized for the rate)."""
+        run(dev.cmd("tc", "qdisc", "del", "dev", dev.intf, "root"), check=False)
+        if imp.rate:
+            run(dev.cmd("tc", "qdisc", "add", "dev", dev.intf, "root", "handle", "1:", "htb", "default", "1"))
+            run(dev.cmd("tc", "class", "add", "dev", dev.intf, "parent", "1:", "classid", "1:1", "htb",
+                        *_rate_args(imp.rate)))  # fmt: skip
+            parent = ["parent", "1:1", "handle", "10:"]
+        else:
+            parent = ["root", "handle", "10:"]
+        if leaf:
+            run(dev.cmd("tc", "qdisc", "add", "dev", dev.intf, *parent, *leaf))
+        elif imp.rate:
+            run(dev.cmd("tc", "qdisc", "add", "dev", dev.intf, *parent, "pfifo", "limit", str(imp.queue_limit())))
+
+
+class NetemBackend(Backend):
+    name = "netem"
+
+    def available(self) -> tuple[bool, str]:
+        probe = naming.PREFIX + "probe"
+        run(["ip", "link", "del", probe], check=False)
+        try:
+            run(["ip", "link", "add", "name", probe, "type", "ifb"])
+        except CommandError as exc:
+            return False, f"cannot create a probe device: {exc.stderr.strip()}"
+        try:
+            run(["tc", "qdisc", "add", "dev", probe, "root", "netem", "delay", "1ms"])
+            return True, "sch_netem present"
+        except CommandError as exc:
+            return False, f"kernel has no sch_netem (tc: {exc.stderr.strip()})"
+        finally:
+            run(["ip", "link", "del", probe], check=False)
+
+    def apply(self, sender: Endpoint, receiver: Endpoint, imp: Impairment, at: str = "sender") -> list[str]:
+        dev = sender if at == "sender" else ingress_device(receiver)
+        leaf = None if imp.shaping_only() else ["netem", *imp.netem_args()]
+        self.shape(dev, imp, leaf)
+        return [f"{dev.intf}: " + (f"htb {format_rate(imp.rate)} " if imp.rate else "") + " ".join(leaf or [])]
+
+
+class FallbackBackend(Backend):
+    """Kernel parts that exist everywhere: HTB for rate, iptables statistic for random loss."""
+
+    name = "fallback"
+    USERSPACE = ("delay", "jitter", "loss_model", "duplicate", "reorder", "corrupt", "ber")
+
+    def available(self) -> tuple[bool, str]:
+        for tool in (["tc", "-V"], ["iptables", "-V"]):
+            try:
+                run(tool)
+            except CommandError as exc:
+                return False, str(exc)
+        return True, "HTB + iptables statistic"
+
+    def unsupported(self, imp: Impairment) -> list[str]:
+        return [f for f in self.USERSPACE if getattr(imp, f) not in (None, 0)]
+
+    def apply(self, sender: Endpoint, receiver: Endpoint, imp: Impairment, at: str = "sender") -> list[str]:
+        missing = self.unsupported(imp)
+        if missing:
+            raise RuntimeError(
+                f"the fallback backend cannot apply {', '.join(missing)} yet (it needs the userspace link "
+                f"emulator); this kernel has no sch_netem for the netem backend"
+            )
+        dev = sender if at == "sender" else ingress_device(receiver)
+        self.shape(dev, imp)
+        done = [f"{dev.intf}: htb {format_rate(imp.rate)}"] if imp.rate else []
+        if imp.loss:
+            # Loss where the packet arrives: a drop in the sender's own output path is an error, not loss.
+            match = ["-m", "physdev", "--physdev-in", receiver.intf] if receiver.pid is None else ["-i", receiver.intf]
+            run(receiver.cmd("iptables", "-w", "-t", "mangle", "-A", "PREROUTING", *match, "-m", "statistic",
+                             "--mode", "random", "--probability", f"{imp.loss:.8f}", "-m", "comment", "--comment",
+                             naming.IMPAIR_COMMENT, "-j", "DROP"))  # fmt: skip
+            done.append(f"{receiver.intf}: iptables statistic drop {imp.loss:.4%}")
+        return done
+
+
+BACKENDS: Registry[Backend] = Registry("impairment backend")
+for _b in (NetemBackend(), FallbackBackend()):
+    BACKENDS.register(_b.name, _b)
+
+
+def probe() -> dict[str, tuple[bool, str]]:
+    """Every backend: (available here, why / why not)."""
+    return {name: b.available() for name, b in BACKENDS.items()}
+
+
+def choose(preference: str = "auto") -> tuple[Backend, dict[str, tuple[bool, str]]]:
+    found = probe()
+    if preference == "auto":
+        for name in ("netem", "fallback"):
+            if found[name][0]:
+                return BACKENDS.get(name), found
+        raise RuntimeError("no impairment backend works here: " + "; ".join(f"{k}: {v[1]}" for k, v in found.items()))
+    backend = BACKENDS.get(preference)
+    if not found[preference][0]:
+        raise RuntimeError(f"impairment backend {preference!r} is not available here: {found[preference][1]}")
+    return backend, found

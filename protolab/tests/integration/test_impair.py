@@ -1,0 +1,92 @@
+"""Conformance of the impairment backends: the same tests for every backend this machine has.
+
+A backend the kernel lacks (netem without sch_netem) is skipped with the probe's reason.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+
+import pytest
+from scipy.stats import binomtest
+
+from protolab import cleanup, impair, topo
+from protolab.impair import LinkImpairment
+from protolab.lab import Lab
+
+pytestmark = pytest.mark.integration
+PROBE = impair.probe()
+
+
+def _backend(name: str) -> impair.Backend:
+    ok, why = PROBE[name]
+    if not ok:
+        pytest.skip(f"{name} backend not available here: {why}")
+    return impair.BACKENDS.get(name)
+
+
+def _lab(backend: impair.Backend, *items: dict) -> Lab:
+    t = topo.build("switched", {"hosts": 2, "rate": "10Mbit"})
+    imps = [LinkImpairment.model_validate(i) for i in items]
+    return Lab(t, "itest", {h.name: "protolab/node:latest" for h in t.hosts}, impairments=imps, backend=backend)
+
+
+def _udp(lab: Lab, rate: str, length: int, seconds: int) -> dict:
+    """iperf3 UDP h1 -> h2; the server's JSON report (packets, lost, bytes received)."""
+    lab.nodes["h2"].container.exec_run(["sh", "-c", "iperf3 -s -1 -J > /tmp/s.json"], detach=True)
+    time.sleep(0.4)
+    code, _, err = lab.exec("h1", ["iperf3", "-c", "10.0.1.2", "-u", "-b", rate, "-l", str(length), "-t", str(seconds)])
+    assert code == 0, err
+    time.sleep(0.5)
+    return json.loads(lab.exec("h2", ["cat", "/tmp/s.json"])[1])["end"]
+
+
+@pytest.mark.parametrize("name", ["netem", "fallback"])
+def test_rate_of_one_direction_overrides_the_link_rate(name, no_leftovers):
+    with _lab(_backend(name), {"link": ["h1", "s1"], "direction": "forward", "rate": "4Mbit"}) as lab:
+        end = _udp(lab, "8M", 1400, 3)
+        goodput = end["sum_received"]["bits_per_second"]
+        # 4 Mbit/s on the wire is 4e6 * 1400/1442 of UDP payload
+        assert 0.93 * 4e6 * 1400 / 1442 < goodput < 1.03 * 4e6 * 1400 / 1442, goodput
+        assert any(a["from"] == "h1" and a["impairment"]["rate"] == "4Mbit" for a in lab.applied)
+
+
+@pytest.mark.parametrize("name", ["netem", "fallback"])
+@pytest.mark.parametrize("link", [["s1", "h2"], ["h1", "s1"]], ids=["switch-to-host", "host-to-switch"])
+def test_random_loss_is_inside_the_99_percent_interval(name, link, no_leftovers):
+    with _lab(_backend(name), {"link": link, "direction": "forward", "loss": "5%"}) as lab:
+        s = _udp(lab, "2M", 200, 3)["sum"]  # ~3700 datagrams
+        n, lost = s["packets"], s["lost_packets"]
+        ci = binomtest(lost, n).proportion_ci(0.99)
+        assert n > 2000 and ci.low <= 0.05 <= ci.high, f"{lost}/{n} lost, 99% CI {ci}"
+
+
+@pytest.mark.parametrize("name", ["netem", "fallback"])
+def test_impairment_at_the_receiver_goes_through_an_ifb(name, no_leftovers):
+    with _lab(_backend(name), {"link": ["h1", "s1"], "direction": "forward", "rate": "3Mbit", "at": "receiver"}) as lab:
+        goodput = _udp(lab, "8M", 1400, 3)["sum_received"]["bits_per_second"]
+        assert 0.93 * 3e6 * 1400 / 1442 < goodput < 1.03 * 3e6 * 1400 / 1442, goodput
+        assert any(n.startswith("plab-i") for n in cleanup.lab_links())  # the IFB on the bridge port
+    assert not any(n.startswith("plab-i") for n in cleanup.lab_links())
+
+
+def test_netem_delay():
+    backend = _backend("netem")
+    with _lab(backend, {"link": ["h1", "s1"], "direction": "forward", "delay": "20ms"}) as lab:
+        _, out, _ = lab.exec("h1", ["ping", "-c", "5", "-i", "0.2", "10.0.1.2"])
+        avg = float(out.split("=")[-1].split("/")[1])
+        assert 19.5 < avg < 22, out
+
+
+def test_fallback_refuses_what_needs_the_userspace_emulator(no_leftovers):
+    backend = _backend("fallback")
+    lab = _lab(backend, {"link": ["h1", "s1"], "delay": "20ms"})
+    with pytest.raises(RuntimeError, match="cannot apply delay"), lab:
+        pass
+
+
+def test_auto_prefers_netem_and_says_why():
+    chosen, found = impair.choose("auto")
+    assert chosen.name == ("netem" if found["netem"][0] else "fallback")
+    assert all(why for _, why in found.values())
