@@ -203,6 +203,10 @@ class Backend:
         """Install imp for packets from sender to receiver; return the commands' descriptions."""
         raise NotImplementedError
 
+    def change(self, sender: Endpoint, receiver: Endpoint, old: Impairment, new: Impairment, at: str) -> bool:
+        """Apply a step change in one quick step if this backend can; False: clear and apply instead."""
+        return False
+
     def shape(self, dev: Endpoint, imp: Impairment, leaf: list[str] | None = None) -> None:
         """HTB root with the rate (if any), and a leaf qdisc (netem args, or a pfifo sized for the rate)."""
         run(dev.cmd("tc", "qdisc", "del", "dev", dev.intf, "root"), check=False)
@@ -217,6 +221,18 @@ class Backend:
             run(dev.cmd("tc", "qdisc", "add", "dev", dev.intf, *parent, *leaf))
         elif imp.rate:
             run(dev.cmd("tc", "qdisc", "add", "dev", dev.intf, *parent, "pfifo", "limit", str(imp.queue_limit())))
+
+
+def clear(sender: Endpoint, receiver: Endpoint) -> None:
+    """Remove what any backend installed for one direction: qdiscs, the ingress IFB, loss rules."""
+    run(sender.cmd("tc", "qdisc", "del", "dev", sender.intf, "root"), check=False)
+    run(receiver.cmd("tc", "qdisc", "del", "dev", receiver.intf, "ingress"), check=False)
+    run(receiver.cmd("ip", "link", "del", ifb_for(receiver).intf), check=False)
+    rules = run(receiver.cmd("iptables", "-w", "-t", "mangle", "-S", "PREROUTING"), check=False).splitlines()
+    for rule in rules:
+        words = rule.split()
+        if naming.IMPAIR_COMMENT in words and receiver.intf in words and words[0] == "-A":
+            run(receiver.cmd("iptables", "-w", "-t", "mangle", "-D", *words[1:]), check=False)
 
 
 class NetemBackend(Backend):
@@ -242,6 +258,13 @@ class NetemBackend(Backend):
         leaf = None if imp.shaping_only() else ["netem", *imp.netem_args()]
         self.shape(dev, imp, leaf)
         return [f"{dev.intf}: " + (f"htb {format_rate(imp.rate)} " if imp.rate else "") + " ".join(leaf or [])]
+
+    def change(self, sender: Endpoint, receiver: Endpoint, old: Impairment, new: Impairment, at: str) -> bool:
+        if old.rate != new.rate or old.shaping_only() or new.shaping_only():
+            return False
+        dev = sender if at == "sender" else ifb_for(receiver)
+        run(dev.cmd("tc", "qdisc", "change", "dev", dev.intf, "handle", "10:", "netem", *new.netem_args()))
+        return True
 
 
 class FallbackBackend(Backend):
@@ -272,13 +295,27 @@ class FallbackBackend(Backend):
         self.shape(dev, imp)
         done = [f"{dev.intf}: htb {format_rate(imp.rate)}"] if imp.rate else []
         if imp.loss:
-            # Loss where the packet arrives: a drop in the sender's own output path is an error, not loss.
-            match = ["-m", "physdev", "--physdev-in", receiver.intf] if receiver.pid is None else ["-i", receiver.intf]
-            run(receiver.cmd("iptables", "-w", "-t", "mangle", "-A", "PREROUTING", *match, "-m", "statistic",
-                             "--mode", "random", "--probability", f"{imp.loss:.8f}", "-m", "comment", "--comment",
-                             naming.IMPAIR_COMMENT, "-j", "DROP"))  # fmt: skip
+            run(receiver.cmd("iptables", "-w", "-t", "mangle", "-A", *self._loss_rule(receiver, imp.loss)))
             done.append(f"{receiver.intf}: iptables statistic drop {imp.loss:.4%}")
         return done
+
+    @staticmethod
+    def _loss_rule(receiver: Endpoint, loss: float) -> list[str]:
+        """Loss where the packet arrives: a drop in the sender's own output path is an error, not loss."""
+        match = ["-m", "physdev", "--physdev-in", receiver.intf] if receiver.pid is None else ["-i", receiver.intf]
+        return ["PREROUTING", *match, "-m", "statistic", "--mode", "random", "--probability", f"{loss:.8f}",
+                "-m", "comment", "--comment", naming.IMPAIR_COMMENT, "-j", "DROP"]  # fmt: skip
+
+    def change(self, sender: Endpoint, receiver: Endpoint, old: Impairment, new: Impairment, at: str) -> bool:
+        """A change of random loss only: the new rule goes in first, then the old one goes (one step)."""
+        changed = {k for k in Impairment.model_fields if getattr(old, k) != getattr(new, k)}
+        if changed != {"loss"} or self.unsupported(new):
+            return False
+        if new.loss:
+            run(receiver.cmd("iptables", "-w", "-t", "mangle", "-I", *self._loss_rule(receiver, new.loss)))
+        if old.loss:
+            run(receiver.cmd("iptables", "-w", "-t", "mangle", "-D", *self._loss_rule(receiver, old.loss)))
+        return True
 
 
 BACKENDS: Registry[Backend] = Registry("impairment backend")

@@ -203,6 +203,8 @@ class Lab:
     backend_probe: dict[str, tuple[bool, str]] = field(default_factory=dict)
     link_ends: dict[tuple[str, str], tuple[Endpoint, Endpoint]] = field(default_factory=dict)
     applied: list[dict[str, Any]] = field(default_factory=list)  # what each direction of each link got
+    current: dict[tuple[str, str], tuple[Impairment, str]] = field(default_factory=dict)
+    configured: dict[tuple[str, str], tuple[Impairment, str]] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         self.client = self.client or docker.from_env()
@@ -356,15 +358,47 @@ class Lab:
                     raise ValueError(f"impairment on {list(item.link)}: no link between {d[0]} and {d[1]}")
                 base = wanted.get(d, (Impairment(), item.at))[0]
                 wanted[d] = (base.model_copy(update=given), item.at)
-        if not wanted:
-            return
+        self.configured = dict(wanted)
+        for (a, b), (imp, at) in wanted.items():
+            self._apply_direction(a, b, imp, at)
+
+    def _ends(self, a: str, b: str) -> tuple[Endpoint, Endpoint]:
+        """(sender, receiver) endpoints of the direction a -> b."""
+        if (a, b) in self.link_ends:
+            return self.link_ends[(a, b)]
+        receiver, sender = self.link_ends[(b, a)]
+        return sender, receiver
+
+    def set_impairment(self, link: tuple[str, str], direction: str, change: Impairment | None) -> None:
+        """A step change: the given fields replace the current ones of that link's direction(s)."""
+        a, b = link
+        dirs = {"both": [(a, b), (b, a)], "forward": [(a, b)], "reverse": [(b, a)]}[direction]
+        given = {k: getattr(change, k) for k in (change.model_fields_set if change else set())}
+        for d in dirs:
+            imp, at = self.current.get(d, (Impairment(), "sender"))
+            self._apply_direction(*d, imp.model_copy(update=given), at)
+
+    def reset_impairments(self) -> None:
+        """Back to the configured impairments (after a phase's step changes)."""
+        for d in set(self.current) - set(self.configured):
+            impair.clear(*self._ends(*d))
+            del self.current[d]
+        for d, (imp, at) in self.configured.items():
+            if self.current.get(d) != (imp, at):
+                self._apply_direction(*d, imp, at)
+
+    def _apply_direction(self, a: str, b: str, imp: Impairment, at: str) -> None:
         if self.backend is None:
             self.backend, self.backend_probe = impair.choose("auto")
-        for (a, b), (imp, at) in wanted.items():
-            if (a, b) in self.link_ends:
-                sender, receiver = self.link_ends[(a, b)]
-            else:
-                receiver, sender = self.link_ends[(b, a)]
+        sender, receiver = self._ends(a, b)
+        prev = self.current.get((a, b))
+        if prev is not None:
+            if prev[1] == at and self.backend.change(sender, receiver, prev[0], imp, at):
+                self.current[(a, b)] = (imp, at)
+                return
+            impair.clear(sender, receiver)
+        self.current[(a, b)] = (imp, at)
+        if not imp.shaping_only() or imp.rate:
             done = self.backend.apply(sender, receiver, imp, at)
             self.shaped_interfaces.update({sender.intf, receiver.intf})
             config = imp.model_dump(mode="json", exclude_defaults=True)

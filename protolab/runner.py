@@ -8,6 +8,7 @@ window; task figures from the workloads' own reports.
 
 from __future__ import annotations
 
+import csv
 import datetime as dt
 import json
 import logging
@@ -17,8 +18,10 @@ import time
 from pathlib import Path
 from typing import Any
 
-from . import environment, firewall, guard, impair, monitor, naming, topo
+from . import environment, faults, firewall, guard, impair, monitor, naming, topo
+from .exporter import FaultExporter
 from .lab import Lab, remove_containers
+from .shell import run
 from .spec import Measurement, NodeSpec, Plan, Point
 from .workloads import RUNNERS
 
@@ -82,7 +85,10 @@ class Runner:
         self.deployments: list[dict[str, Any]] = []
         self.actions: list[str] = []
         self.monitor_pids: list[int] = []
-        self.backend: impair.Backend | None = None  # the monitoring stack's CPU is ours too, not foreign load
+        self.backend: impair.Backend | None = None
+        self.exporter = FaultExporter()
+        self.exporter_target: dict[str, Any] | None = None
+        self.fault_rows: list[dict[str, Any]] = []  # the monitoring stack's CPU is ours too, not foreign load
 
     def run(self) -> Path:
         import docker
@@ -113,6 +119,7 @@ class Runner:
             }
             print(f"impairment backend: {self.backend.name} ({probe[self.backend.name][1]})", flush=True)
             monitor.up(client)
+            self.exporter_target = self.exporter.serve(client)
             prom = monitor.Prometheus()
             self.monitor_pids = [c.attrs["State"]["Pid"] for c in client.containers.list(
                 filters={"label": f"com.docker.compose.project={naming.COMPOSE_PROJECT}"})]  # fmt: skip
@@ -131,7 +138,7 @@ class Runner:
                           impairments=ex.impairments, backend=self.backend)  # fmt: skip
                 lab.deploy()
                 self.actions += lab.actions
-                monitor.write_targets(lab.targets())
+                monitor.write_targets(lab.targets() + ([self.exporter_target] if self.exporter_target else []))
                 prom.wait_targets({h.name for h in topology.hosts})
                 self.deployments.append(
                     {"topology": ex.topology.model_dump(mode="json"), **lab.timings, "links": lab.applied}
@@ -155,6 +162,7 @@ class Runner:
             raise
         finally:
             raw.close()
+            self.exporter.close()
             if self.keep and error is None:
                 print("--keep: the lab and monitoring stay up; `make clean` removes them", flush=True)
             else:
@@ -203,6 +211,10 @@ class Runner:
             runners = [RUNNERS.get(t.kind)(t, lab) for t in phase.tasks]
             for r in runners:
                 r.prepare()
+            phase_seconds = max(t.duration for t in phase.tasks)
+            events = [e for f in phase.faults for e in f.events(phase_seconds)]
+            schedule = faults.Schedule(events, lab, on_event=self.exporter.on_event)
+            schedule.start(time.monotonic())
             t0 = time.time()
             errors: list[str] = []
             threads = [threading.Thread(target=_run_task, args=(r, errors), daemon=True) for r in runners]
@@ -211,6 +223,8 @@ class Runner:
             for th in threads:
                 th.join()
             t1 = time.time()
+            if events:
+                self._end_faults(point, rep, phase.name, schedule, lab, row)
             if errors:
                 raise RuntimeError(f"{point.id} phase {phase.name}: " + "; ".join(errors))
             for r in runners:
@@ -223,6 +237,12 @@ class Runner:
         if reasons:
             self.invalid.append(f"{point.id} rep {rep} ({point.label()}): " + "; ".join(reasons))
         time.sleep(SCRAPE_SETTLE_SECONDS)
+        if any(phase.faults for phase in ex.phases) and self.exporter_target:
+            # the fault timeline as Prometheus saw it (what dashboards overlay), kept with the raw series
+            for phase_name, ws, we in windows:
+                for labels, samples in prom.samples("protolab_fault_active", ws - ex.warmup - 1, we + 1):
+                    for s in samples:
+                        raw.write(point.id, rep, phase_name, "fault_active", labels, s.timestamp, s.value)
         for m in ex.measurements:
             expr, factor = _selector(m)
             values = []
@@ -236,6 +256,24 @@ class Runner:
                         values.append(rate * factor)
             row[m.column] = sum(values) / len(values) if values else None
         return row
+
+    def _end_faults(self, point: Point, rep: int, phase: str, schedule: Any, lab: Lab, row: dict[str, Any]) -> None:
+        """Stop the schedule, put every link back as configured, and record what happened when."""
+        events = schedule.stop()
+        for ends in lab.link_ends.values():
+            end = faults.cut_end(ends)
+            run(end.cmd("ip", "link", "set", "dev", end.intf, "up"), check=False)
+        lab.reset_impairments()
+        self.exporter.clear()
+        errors = []
+        for ev in events:
+            rec = {"point": point.id, "repetition": rep, "phase": phase, **ev.record()}
+            self.fault_rows.append(rec)
+            if rec["timing_error_seconds"] is not None:
+                errors.append(abs(rec["timing_error_seconds"]))
+            if ev.error:
+                self.invalid.append(f"{point.id} rep {rep}: fault {ev.action} on {ev.name} failed: {ev.error}")
+        row["fault_timing_error_max_seconds"] = max(errors) if errors else None
 
     def _manifest(self, started: str, images: dict[str, str]) -> dict[str, Any]:
         e = self.plan.base
@@ -265,6 +303,11 @@ class Runner:
         e = self.plan.base
         columns = list(dict.fromkeys(c for p in self.plan.points for c in p.experiment.columns()))
         self.rundir.write_tidy(self.rows, list(e.sweep), columns)
+        if self.fault_rows:
+            with (self.rundir.path / "faults.csv").open("w", newline="") as f:
+                w = csv.DictWriter(f, fieldnames=list(self.fault_rows[0]))
+                w.writeheader()
+                w.writerows(self.fault_rows)
         measured = {r["point"] for r in self.rows}
         reasons = self.invalid + ([] if self.rows else ["nothing was measured"])
         points = [p for p in self.plan.points if p.id in measured]

@@ -21,6 +21,7 @@ import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from . import topo
+from .faults import Fault
 from .impair import LinkImpairment
 from .units import Quantity, Seconds
 from .workloads import TASK_MODELS
@@ -75,6 +76,7 @@ Task = Annotated[Union[tuple(TASK_MODELS.values())], Field(discriminator="kind")
 class Phase(Strict):
     name: str = Field(..., pattern=NAME_RE)
     tasks: list[Task] = Field(..., min_length=1, description="run in parallel; the phase ends with the last")
+    faults: list[Fault] = Field(default_factory=list, description="timed link faults, relative to the phase start")
 
     @model_validator(mode="after")
     def _unique_task_names(self) -> Phase:
@@ -212,6 +214,10 @@ class Experiment(Strict):
         for i, imp in enumerate(self.impairments):
             if tuple(imp.link) not in linked:
                 raise ValueError(f"impairments.{i}: no link between {imp.link[0]} and {imp.link[1]} in {t.kind}")
+        for phase in self.phases:
+            for i, f in enumerate(phase.faults):
+                if tuple(f.link) not in linked:
+                    raise ValueError(f"phase {phase.name} faults.{i}: no link between {f.link[0]} and {f.link[1]}")
         for m in self.measurements:
             if m.node not in hosts:
                 raise ValueError(f"measurement {m.name}: {m.node!r} is not a host")
@@ -223,6 +229,8 @@ class Experiment(Strict):
         """Every measured column of the tidy table, with its unit in its name."""
         cols = [c for phase in self.phases for task in phase.tasks for c in task.columns()]
         cols += [m.column for m in self.measurements]
+        if any(phase.faults for phase in self.phases):
+            cols += ["fault_timing_error_max_seconds"]
         return cols
 
 

@@ -1,0 +1,499 @@
+package linkem
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+)
+
+// Packet is one packet handed to the emulator by the queue.
+type Packet struct {
+	ID uint32 // the queue's packet id, for the verdict
+	// Len is the length of the whole IP packet in bytes; 0 means len(Data).
+	Len int
+	// Data is the start of the packet (the whole packet when the copy range
+	// allows). It may be kept and modified by the emulator.
+	Data []byte
+}
+
+// Backend carries out what the emulator decides. Verdict methods may be
+// called from two goroutines at once (the one calling Arrive and the
+// scheduler).
+type Backend interface {
+	// Accept lets a queued packet continue; with data non-nil the packet is
+	// replaced by data (same length) first.
+	Accept(id uint32, data []byte) error
+	// Drop discards a queued packet.
+	Drop(id uint32) error
+	// Inject sends a packet that is not in the queue (a duplicate) on to
+	// where the queued packets go.
+	Inject(data []byte) error
+	// CanInject tells whether Inject works; duplication is refused
+	// otherwise, with this error.
+	CanInject() error
+	// SetCopyPayload asks the queue for whole packets (true) or only their
+	// first bytes (false).
+	SetCopyPayload(full bool) error
+}
+
+// Clock returns monotonic nanoseconds.
+type Clock interface{ Now() int64 }
+
+// MonoClock is a Clock on Go's monotonic time, counting from its creation.
+type MonoClock struct{ start time.Time }
+
+// NewMonoClock starts a MonoClock.
+func NewMonoClock() *MonoClock { return &MonoClock{start: time.Now()} }
+
+// Now implements Clock.
+func (c *MonoClock) Now() int64 { return int64(time.Since(c.start)) }
+
+// Timer wakes the scheduler. Arm replaces any earlier arming and is called
+// with the emulator's lock held, so it must not block.
+type Timer interface {
+	Arm(d time.Duration)
+	// Wait blocks until the timer fires; it returns an error once the
+	// timer is closed.
+	Wait() error
+	Close() error
+}
+
+// Options configure an Emulator.
+type Options struct {
+	Name    string // link label of the metrics
+	Seed    uint64
+	Backend Backend
+	Clock   Clock // default NewMonoClock()
+	Timer   Timer // required for Run
+	Logger  *slog.Logger
+}
+
+// Applied is the answer to a configuration change.
+type Applied struct {
+	Name        string    `json:"name"`
+	Seed        uint64    `json:"seed"`
+	Generation  uint64    `json:"generation"`
+	EffectiveAt time.Time `json:"effective_at"`
+	// EffectiveAtUnixNano is EffectiveAt in nanoseconds since the epoch.
+	EffectiveAtUnixNano int64  `json:"effective_at_unix_nano"`
+	Config              Config `json:"config"`
+}
+
+// Emulator applies one direction's impairments to the packets of a queue.
+//
+// Arrive is called by a single goroutine (the queue reader) and decides
+// every packet as it comes: drops and immediate releases are answered on
+// the spot, everything else goes into a min-heap keyed by release time.
+// Run is the one scheduler goroutine that issues the verdicts of held
+// packets when their time comes, woken by a Timer armed for the earliest
+// release.
+type Emulator struct {
+	name    string
+	seed    uint64
+	backend Backend
+	clock   Clock
+	timer   Timer
+	logger  *slog.Logger
+
+	params atomic.Pointer[params]
+	cfgMu  sync.Mutex // serializes SetConfig
+	since  atomic.Pointer[time.Time]
+
+	mu       sync.Mutex // guards the fields below
+	dec      *Decider
+	heap     pktHeap
+	armed    int64 // release time the timer is armed for; 0 = not armed
+	seq      uint64
+	draining bool
+	batch    []heldPkt // scheduler's scratch
+
+	stats stats
+	delay prometheus.Histogram
+}
+
+type stats struct {
+	received, passed, dropped, corrupted, duplicated, reordered, overflow atomic.Uint64
+	held                                                                  atomic.Int64
+	configChanges, verdictErrors, injectErrors, skipped                   atomic.Uint64
+}
+
+// DelayBuckets are the bucket bounds of protolab_linkem_added_delay_seconds:
+// 10us to 1s.
+var DelayBuckets = []float64{
+	10e-6, 25e-6, 50e-6, 100e-6, 250e-6, 500e-6,
+	1e-3, 2.5e-3, 5e-3, 10e-3, 25e-3, 50e-3, 100e-3, 250e-3, 500e-3, 1,
+}
+
+// NewEmulator validates cfg and returns an Emulator applying it.
+func NewEmulator(cfg Config, o Options) (*Emulator, error) {
+	cfg = cfg.Normalize()
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	if o.Backend == nil {
+		return nil, errors.New("linkem: no backend")
+	}
+	if cfg.Duplicate != 0 {
+		if err := o.Backend.CanInject(); err != nil {
+			return nil, fmt.Errorf("duplicate: %w", err)
+		}
+	}
+	if o.Clock == nil {
+		o.Clock = NewMonoClock()
+	}
+	if o.Logger == nil {
+		o.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))
+	}
+	e := &Emulator{
+		name: o.Name, seed: o.Seed, backend: o.Backend, clock: o.Clock, timer: o.Timer, logger: o.Logger,
+		dec: NewDecider(o.Seed),
+		delay: prometheus.NewHistogram(prometheus.HistogramOpts{
+			Name:        "protolab_linkem_added_delay_seconds",
+			Help:        "Time from a packet's arrival in linkem to its verdict (or to the sending of a duplicate), in seconds, for forwarded packets.",
+			Buckets:     DelayBuckets,
+			ConstLabels: prometheus.Labels{"link": o.Name},
+		}),
+	}
+	e.params.Store(compile(cfg, 0))
+	now := time.Now()
+	e.since.Store(&now)
+	return e, nil
+}
+
+// Config returns the configuration in force.
+func (e *Emulator) Config() Applied {
+	p := e.params.Load()
+	at := *e.since.Load()
+	return Applied{Name: e.name, Seed: e.seed, Generation: p.generation, EffectiveAt: at,
+		EffectiveAtUnixNano: at.UnixNano(), Config: p.cfg}
+}
+
+// SetConfig validates c and makes it the configuration for every packet
+// that arrives after it returns (packets already held keep their release
+// times). It reports the time the change took effect.
+func (e *Emulator) SetConfig(c Config) (Applied, error) {
+	c = c.Normalize()
+	if err := c.Validate(); err != nil {
+		return Applied{}, err
+	}
+	if c.Duplicate != 0 {
+		if err := e.backend.CanInject(); err != nil {
+			return Applied{}, fmt.Errorf("duplicate: %w", err)
+		}
+	}
+	e.cfgMu.Lock()
+	defer e.cfgMu.Unlock()
+	old := e.params.Load()
+	p := compile(c, old.generation+1)
+	// Widen the copy range before the switch, narrow it after, so that a
+	// packet decided under a configuration that needs whole packets was
+	// (all but always, see Packet) copied whole.
+	if p.needPayload && !old.needPayload {
+		if err := e.backend.SetCopyPayload(true); err != nil {
+			return Applied{}, fmt.Errorf("asking the queue for whole packets: %w", err)
+		}
+	}
+	e.params.Store(p)
+	at := time.Now()
+	e.since.Store(&at)
+	e.stats.configChanges.Add(1)
+	if !p.needPayload && old.needPayload {
+		if err := e.backend.SetCopyPayload(false); err != nil {
+			e.logger.Warn("could not narrow the queue copy range", "err", err)
+		}
+	}
+	e.logger.Info("config changed", "generation", p.generation, "config", fmt.Sprintf("%+v", p.cfg))
+	return Applied{Name: e.name, Seed: e.seed, Generation: p.generation, EffectiveAt: at,
+		EffectiveAtUnixNano: at.UnixNano(), Config: p.cfg}, nil
+}
+
+// NeedsPayload tells whether the configuration in force needs whole
+// packets.
+func (e *Emulator) NeedsPayload() bool { return e.params.Load().needPayload }
+
+// ipHeaderLen is the length of the fixed IP header at the start of b (IPv4
+// with options, or the 40-byte IPv6 header), 0 if unknown.
+func ipHeaderLen(b []byte) int {
+	if len(b) == 0 {
+		return 0
+	}
+	switch b[0] >> 4 {
+	case 4:
+		return int(b[0]&0x0f) * 4
+	case 6:
+		return 40
+	}
+	return 0
+}
+
+// action is a verdict or injection to carry out once the lock is released.
+type action struct {
+	drop    bool
+	inject  bool
+	id      uint32
+	data    []byte
+	arrival int64
+}
+
+// Arrive decides one packet. It must be called from one goroutine at a
+// time.
+func (e *Emulator) Arrive(pkt Packet) {
+	now := e.clock.Now()
+	e.stats.received.Add(1)
+	if pkt.Len == 0 {
+		pkt.Len = len(pkt.Data)
+	}
+	p := e.params.Load()
+	var acts [2]action
+	n := 0
+
+	e.mu.Lock()
+	if e.draining {
+		e.mu.Unlock()
+		e.issue(action{id: pkt.ID, arrival: now})
+		return
+	}
+	hdr := ipHeaderLen(pkt.Data)
+	orig, dup, hasDup := e.dec.Decide(p, now, pkt.Len, hdr, len(e.heap))
+	whole := len(pkt.Data) >= pkt.Len && hdr > 0
+
+	// The duplicate's bytes are copied before the original is corrupted;
+	// the original is queued or sent before its duplicate.
+	var dupData []byte
+	if hasDup {
+		if !whole {
+			e.stats.skipped.Add(1)
+			hasDup = false
+		} else {
+			e.stats.duplicated.Add(1)
+			if dup.Fate == FatePass {
+				dupData = make([]byte, pkt.Len)
+				copy(dupData, pkt.Data)
+			}
+		}
+	}
+	switch orig.Fate {
+	case FateDrop:
+		e.stats.dropped.Add(1)
+		acts[n] = action{drop: true, id: pkt.ID}
+		n++
+	case FateOverflow:
+		e.stats.overflow.Add(1)
+		acts[n] = action{drop: true, id: pkt.ID}
+		n++
+	default:
+		var data []byte
+		if e.mark(&orig, pkt.Data, whole) {
+			data = pkt.Data[:pkt.Len]
+		}
+		if orig.Release > now {
+			kind := kindAccept
+			if data != nil {
+				kind = kindModified
+			}
+			e.hold(heldPkt{release: orig.Release, arrival: now, id: pkt.ID, kind: kind, data: data}, now)
+		} else {
+			acts[n] = action{id: pkt.ID, data: data, arrival: now}
+			n++
+		}
+	}
+	if hasDup {
+		switch dup.Fate {
+		case FateDrop:
+			e.stats.dropped.Add(1)
+		case FateOverflow:
+			e.stats.overflow.Add(1)
+		default:
+			e.mark(&dup, dupData, true)
+			if dup.Release > now {
+				e.hold(heldPkt{release: dup.Release, arrival: now, kind: kindInject, data: dupData}, now)
+			} else {
+				acts[n] = action{inject: true, data: dupData, arrival: now}
+				n++
+			}
+		}
+	}
+	e.mu.Unlock()
+	for i := 0; i < n; i++ {
+		e.issue(acts[i])
+	}
+}
+
+// mark counts a passing packet's corruption and reordering, and flips its
+// bit in data when it is corrupted and data is whole. It reports whether
+// data was modified.
+func (e *Emulator) mark(d *Decision, data []byte, whole bool) bool {
+	if d.Reordered {
+		e.stats.reordered.Add(1)
+	}
+	if !d.Corrupt {
+		return false
+	}
+	if !whole || d.FlipBit < 0 || d.FlipBit/8 >= len(data) {
+		e.stats.skipped.Add(1)
+		return false
+	}
+	data[d.FlipBit/8] ^= 1 << (7 - uint(d.FlipBit%8))
+	e.stats.corrupted.Add(1)
+	return true
+}
+
+// hold puts a packet in the heap and arms the timer if it is the new
+// earliest. Called with e.mu held.
+func (e *Emulator) hold(hp heldPkt, now int64) {
+	e.seq++
+	hp.seq = e.seq
+	e.heap.push(hp)
+	e.stats.held.Store(int64(len(e.heap)))
+	if e.timer != nil && (e.armed == 0 || hp.release < e.armed) {
+		e.armed = hp.release
+		e.timer.Arm(time.Duration(hp.release - now))
+	}
+}
+
+// issue carries out one action.
+func (e *Emulator) issue(a action) {
+	switch {
+	case a.drop:
+		if err := e.backend.Drop(a.id); err != nil {
+			e.verdictError(err)
+		}
+		return
+	case a.inject:
+		if err := e.backend.Inject(a.data); err != nil {
+			e.stats.injectErrors.Add(1)
+			e.logger.Debug("injecting duplicate failed", "err", err)
+		}
+	default:
+		if err := e.backend.Accept(a.id, a.data); err != nil {
+			e.verdictError(err)
+		}
+	}
+	e.stats.passed.Add(1)
+	if d := e.clock.Now() - a.arrival; d >= 0 {
+		e.delay.Observe(float64(d) / 1e9)
+	}
+}
+
+func (e *Emulator) verdictError(err error) {
+	if e.stats.verdictErrors.Add(1) <= 10 {
+		e.logger.Warn("verdict failed", "err", err)
+	}
+}
+
+func (hp *heldPkt) action() action {
+	switch hp.kind {
+	case kindInject:
+		return action{inject: true, data: hp.data, arrival: hp.arrival}
+	case kindModified:
+		return action{id: hp.id, data: hp.data, arrival: hp.arrival}
+	default:
+		return action{id: hp.id, arrival: hp.arrival}
+	}
+}
+
+// ReleaseDue issues the verdicts of every held packet whose release time
+// has come, re-arms the timer for the next one, and returns how many were
+// released. Run calls it on every timer expiry; tests call it directly.
+func (e *Emulator) ReleaseDue() int {
+	now := e.clock.Now()
+	e.mu.Lock()
+	batch := e.batch[:0]
+	for len(e.heap) > 0 && e.heap.min().release <= now {
+		batch = append(batch, e.heap.pop())
+	}
+	e.rearm(now)
+	e.stats.held.Store(int64(len(e.heap)))
+	e.mu.Unlock()
+	for i := range batch {
+		e.issue(batch[i].action())
+		batch[i] = heldPkt{}
+	}
+	e.batch = batch[:0]
+	return len(batch)
+}
+
+// rearm arms the timer for the earliest held packet. Called with e.mu held.
+func (e *Emulator) rearm(now int64) {
+	if len(e.heap) == 0 {
+		e.armed = 0
+		return
+	}
+	next := e.heap.min().release
+	e.armed = next
+	if e.timer != nil {
+		e.timer.Arm(time.Duration(next - now))
+	}
+}
+
+// NextRelease returns the earliest held release time and whether there is
+// one.
+func (e *Emulator) NextRelease() (int64, bool) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if len(e.heap) == 0 {
+		return 0, false
+	}
+	return e.heap.min().release, true
+}
+
+// Held returns the number of held packet instances.
+func (e *Emulator) Held() int { return int(e.stats.held.Load()) }
+
+// Run is the scheduler: it issues held packets' verdicts as their times
+// come, until the timer is closed.
+func (e *Emulator) Run() error {
+	if e.timer == nil {
+		return errors.New("linkem: no timer")
+	}
+	for {
+		if err := e.timer.Wait(); err != nil {
+			return nil
+		}
+		e.ReleaseDue()
+	}
+}
+
+// Drain switches the emulator to pass-through (every later arrival is
+// accepted at once, unimpaired) and releases every held packet now:
+// queued ones are accepted (with their corruption, if any) and held
+// duplicates are sent. It returns how many were released.
+func (e *Emulator) Drain() int {
+	e.mu.Lock()
+	e.draining = true
+	all := make([]heldPkt, 0, len(e.heap))
+	for len(e.heap) > 0 {
+		all = append(all, e.heap.pop())
+	}
+	e.armed = 0
+	e.stats.held.Store(0)
+	e.mu.Unlock()
+	for i := range all {
+		e.issue(all[i].action())
+	}
+	return len(all)
+}
+
+// Counts is a snapshot of the packet counters.
+type Counts struct {
+	Received, Passed, Dropped, Corrupted, Duplicated, Reordered, Overflow uint64
+	Held                                                                  int64
+	ConfigChanges, VerdictErrors, InjectErrors, Skipped                   uint64
+}
+
+// Counts returns the counters.
+func (e *Emulator) Counts() Counts {
+	s := &e.stats
+	return Counts{
+		Received: s.received.Load(), Passed: s.passed.Load(), Dropped: s.dropped.Load(),
+		Corrupted: s.corrupted.Load(), Duplicated: s.duplicated.Load(), Reordered: s.reordered.Load(),
+		Overflow: s.overflow.Load(), Held: s.held.Load(), ConfigChanges: s.configChanges.Load(),
+		VerdictErrors: s.verdictErrors.Load(), InjectErrors: s.injectErrors.Load(), Skipped: s.skipped.Load(),
+	}
+}
