@@ -148,7 +148,7 @@ func NewEmulator(cfg Config, o Options) (*Emulator, error) {
 		o.Clock = NewMonoClock()
 	}
 	if o.Logger == nil {
-		o.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))
+		o.Logger = discardLogger()
 	}
 	e := &Emulator{
 		name: o.Name, seed: o.Seed, backend: o.Backend, clock: o.Clock, timer: o.Timer, logger: o.Logger,
@@ -497,3 +497,5 @@ func (e *Emulator) Counts() Counts {
 		VerdictErrors: s.verdictErrors.Load(), InjectErrors: s.injectErrors.Load(), Skipped: s.skipped.Load(),
 	}
 }
+
+func discardLogger() *slog.Logger { return slog.New(slog.NewTextHandler(io.Discard, nil)) }

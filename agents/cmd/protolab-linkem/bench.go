@@ -1,0 +1,564 @@
+package main
+
+import (
+	"bufio"
+	"context"
+	"encoding/binary"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"math"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"os/signal"
+	"runtime"
+	"sort"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"time"
+
+	"golang.org/x/net/ipv4"
+	"golang.org/x/sys/unix"
+
+	"protolab/agents/linkem"
+)
+
+const benchUsage = `Usage: protolab-linkem bench [flags]
+
+Measures, in two throw-away network namespaces (plabt-*) joined by a veth
+pair (plt-*), what linkem costs with no impairment configured:
+  - the one-way delay it adds to UDP datagrams sent at a moderate paced
+    rate (p50, p99), against the same path without the NFQUEUE rule;
+  - the packets per second it forwards when offered more than it can take,
+    at each payload size (default 64 and 1500 bytes).
+linkem runs as a child process pinned with taskset to one CPU with
+GOMAXPROCS=1; the load generator is pinned to another. Needs root.
+
+Flags:
+`
+
+type benchOpts struct {
+	duration, warmup time.Duration
+	sizes            []int
+	latRate, latN    int
+	linkemCPU        int
+	loadCPU          int
+	jsonOut          bool
+	bin              string
+	queue            uint
+}
+
+// BenchResult is what `bench --json` prints.
+type BenchResult struct {
+	LinkemCPU  int               `json:"linkem_cpu"`
+	LoadCPU    int               `json:"load_cpu"`
+	Pinned     bool              `json:"pinned"`
+	Latency    map[string]LatRes `json:"latency"` // "without", "with"
+	AddedP50us float64           `json:"added_p50_us"`
+	AddedP99us float64           `json:"added_p99_us"`
+	Throughput []TputRes         `json:"throughput"`
+}
+
+// LatRes is a paced one-way latency run.
+type LatRes struct {
+	RatePPS int     `json:"rate_pps"`
+	Sent    int     `json:"sent"`
+	Lost    int     `json:"lost"`
+	P50us   float64 `json:"p50_us"`
+	P99us   float64 `json:"p99_us"`
+	Maxus   float64 `json:"max_us"`
+}
+
+// TputRes is a saturating throughput run at one payload size.
+type TputRes struct {
+	Payload        int     `json:"payload_bytes"`
+	WithoutPPS     float64 `json:"without_linkem_pps"`
+	WithPPS        float64 `json:"with_linkem_pps"`
+	OfferedPPS     float64 `json:"offered_pps_with_linkem"`
+	KernelQFull    float64 `json:"kernel_queue_full_drops"`
+	KernelSockFull float64 `json:"kernel_socket_full_drops"`
+}
+
+func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	fs := flag.NewFlagSet("protolab-linkem bench", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	var o benchOpts
+	sizes := fs.String("sizes", "64,1500", "comma-separated UDP payload sizes in bytes for the throughput runs")
+	fs.DurationVar(&o.duration, "duration", 2*time.Second, "measured time of each throughput run (a duration)")
+	fs.DurationVar(&o.warmup, "warmup", 300*time.Millisecond, "time each throughput run runs before it is measured")
+	fs.IntVar(&o.latRate, "latency-rate", 10000, "packets per second of the paced latency runs")
+	fs.IntVar(&o.latN, "latency-count", 10000, "packets per latency run")
+	fs.IntVar(&o.linkemCPU, "linkem-cpu", 1, "CPU linkem is pinned to")
+	fs.IntVar(&o.loadCPU, "load-cpu", 0, "CPU the sender and receiver are pinned to")
+	fs.BoolVar(&o.jsonOut, "json", false, "print the results as JSON")
+	fs.StringVar(&o.bin, "linkem-bin", "", "linkem binary to run (default: this executable)")
+	fs.UintVar(&o.queue, "queue", 4242, "NFQUEUE number used inside the throw-away namespace")
+	fs.Usage = func() { fmt.Fprintln(fs.Output(), "Run 'protolab-linkem bench --help' for the flags.") }
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			fmt.Fprint(fs.Output(), benchUsage)
+			fs.PrintDefaults()
+			return 0
+		}
+		return 2
+	}
+	for _, s := range strings.Split(*sizes, ",") {
+		n, err := strconv.Atoi(strings.TrimSpace(s))
+		if err != nil || n < 16 || n > 8000 {
+			fmt.Fprintf(stderr, "protolab-linkem bench: --sizes: %q is not a payload size from 16 to 8000 bytes\n", s)
+			return 2
+		}
+		o.sizes = append(o.sizes, n)
+	}
+	if o.latRate < 1 || o.latN < 100 || o.duration <= 0 || o.queue > 65535 {
+		fmt.Fprintln(stderr, "protolab-linkem bench: --latency-rate must be >= 1, --latency-count >= 100, --duration > 0, --queue <= 65535")
+		return 2
+	}
+	if o.bin == "" {
+		exe, err := os.Executable()
+		if err != nil {
+			fmt.Fprintf(stderr, "protolab-linkem bench: %v\n", err)
+			return 1
+		}
+		o.bin = exe
+	}
+	if err := linkem.NFQueueUsable(); err != nil {
+		fmt.Fprintf(stderr, "protolab-linkem bench: cannot run here: %v\n", err)
+		return 1
+	}
+	res, err := bench(ctx, o, stderr)
+	if err != nil {
+		fmt.Fprintf(stderr, "protolab-linkem bench: %v\n", err)
+		return 1
+	}
+	if o.jsonOut {
+		enc := json.NewEncoder(stdout)
+		enc.SetIndent("", "  ")
+		_ = enc.Encode(res)
+		return 0
+	}
+	printBench(stdout, o, res)
+	return 0
+}
+
+func printBench(w io.Writer, o benchOpts, r *BenchResult) {
+	pin := fmt.Sprintf("linkem pinned to CPU %d (GOMAXPROCS=1), sender+receiver on CPU %d", o.linkemCPU, o.loadCPU)
+	if !r.Pinned {
+		pin = "not pinned (taskset missing)"
+	}
+	fmt.Fprintf(w, "protolab-linkem bench: no impairment configured; %s; %d CPUs\n", pin, runtime.NumCPU())
+	fmt.Fprintf(w, "\none-way latency, %d-byte UDP payloads paced at %d pkt/s (%d packets):\n", 64, o.latRate, o.latN)
+	fmt.Fprintf(w, "  %-16s %10s %10s %10s %6s\n", "", "p50", "p99", "max", "lost")
+	for _, k := range []string{"without", "with"} {
+		l := r.Latency[k]
+		fmt.Fprintf(w, "  %-16s %8.1fus %8.1fus %8.1fus %6d\n", k+" linkem", l.P50us, l.P99us, l.Maxus, l.Lost)
+	}
+	fmt.Fprintf(w, "  %-16s %8.1fus %8.1fus\n", "added by linkem", r.AddedP50us, r.AddedP99us)
+	fmt.Fprintf(w, "\nthroughput, offered as fast as the sender goes (%s measured per run):\n", o.duration)
+	fmt.Fprintf(w, "  %-8s %16s %16s %16s %s\n", "payload", "without linkem", "with linkem", "offered", "kernel drops queue_full/socket_full")
+	for _, t := range r.Throughput {
+		fmt.Fprintf(w, "  %-8s %10.0f pkt/s %10.0f pkt/s %10.0f pkt/s %.0f/%.0f\n", fmt.Sprintf("%dB", t.Payload),
+			t.WithoutPPS, t.WithPPS, t.OfferedPPS, t.KernelQFull, t.KernelSockFull)
+	}
+}
+
+// pinProcess pins every thread of this process (and so the threads it
+// starts later) to cpu.
+func pinProcess(cpu int) error {
+	var set unix.CPUSet
+	set.Set(cpu)
+	tasks, err := os.ReadDir("/proc/self/task")
+	if err != nil {
+		return err
+	}
+	for _, t := range tasks {
+		tid, err := strconv.Atoi(t.Name())
+		if err != nil {
+			continue
+		}
+		if err := unix.SchedSetaffinity(tid, &set); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func bench(ctx context.Context, o benchOpts, logw io.Writer) (*BenchResult, error) {
+	res := &BenchResult{LinkemCPU: o.linkemCPU, LoadCPU: o.loadCPU, Latency: map[string]LatRes{}}
+	_, tasksetErr := exec.LookPath("taskset")
+	res.Pinned = tasksetErr == nil && runtime.NumCPU() > 1
+	if res.Pinned {
+		prev := runtime.GOMAXPROCS(1)
+		defer runtime.GOMAXPROCS(prev)
+		if err := pinProcess(o.loadCPU); err != nil {
+			return nil, fmt.Errorf("pinning to CPU %d: %w", o.loadCPU, err)
+		}
+		defer func() {
+			var all unix.CPUSet
+			for i := 0; i < runtime.NumCPU(); i++ {
+				all.Set(i)
+			}
+			tasks, _ := os.ReadDir("/proc/self/task")
+			for _, t := range tasks {
+				if tid, err := strconv.Atoi(t.Name()); err == nil {
+					_ = unix.SchedSetaffinity(tid, &all)
+				}
+			}
+		}()
+	}
+	tb, err := linkem.NewTestbed("bn", uint16(o.queue))
+	if err != nil {
+		return nil, err
+	}
+	defer tb.Close()
+	// Clean up on SIGINT/SIGTERM too.
+	ctx, stop := signalContext(ctx)
+	defer stop()
+
+	rx, err := newBenchReceiver(tb)
+	if err != nil {
+		return nil, err
+	}
+	defer rx.close()
+	tx, err := newBenchSender(tb)
+	if err != nil {
+		return nil, err
+	}
+	defer tx.close()
+
+	tputWithout := map[int]float64{}
+	logf := func(format string, args ...any) { fmt.Fprintf(logw, "bench: "+format+"\n", args...) }
+
+	logf("latency without linkem")
+	if res.Latency["without"], err = latencyRun(ctx, tx, rx, o); err != nil {
+		return nil, err
+	}
+	for _, size := range o.sizes {
+		logf("throughput without linkem, %d bytes", size)
+		r, _, err := throughputRun(ctx, tx, rx, size, o)
+		if err != nil {
+			return nil, err
+		}
+		tputWithout[size] = r
+	}
+
+	if err := tb.InstallQueueRule(); err != nil {
+		return nil, err
+	}
+	child, err := startLinkem(ctx, tb, o, res.Pinned)
+	if err != nil {
+		return nil, err
+	}
+	defer child.stop()
+
+	logf("latency with linkem")
+	if res.Latency["with"], err = latencyRun(ctx, tx, rx, o); err != nil {
+		return nil, err
+	}
+	res.AddedP50us = res.Latency["with"].P50us - res.Latency["without"].P50us
+	res.AddedP99us = res.Latency["with"].P99us - res.Latency["without"].P99us
+	for _, size := range o.sizes {
+		logf("throughput with linkem, %d bytes", size)
+		q0, s0 := child.kernelDrops()
+		r, offered, err := throughputRun(ctx, tx, rx, size, o)
+		if err != nil {
+			return nil, err
+		}
+		q1, s1 := child.kernelDrops()
+		res.Throughput = append(res.Throughput, TputRes{Payload: size, WithoutPPS: tputWithout[size], WithPPS: r,
+			OfferedPPS: offered, KernelQFull: q1 - q0, KernelSockFull: s1 - s0})
+	}
+	if err := child.stop(); err != nil {
+		return nil, err
+	}
+	return res, nil
+}
+
+func signalContext(ctx context.Context) (context.Context, context.CancelFunc) {
+	ctx, cancel := context.WithCancel(ctx)
+	ch := make(chan os.Signal, 1)
+	signal.Notify(ch, syscall.SIGINT, syscall.SIGTERM)
+	go func() {
+		select {
+		case <-ch:
+			cancel()
+		case <-ctx.Done():
+		}
+		signal.Stop(ch)
+	}()
+	return ctx, cancel
+}
+
+// benchReceiver counts datagrams arriving in B and, when asked, records
+// their one-way latency (send time stamped by the sender of this process).
+type benchReceiver struct {
+	conn   *net.UDPConn
+	pc     *ipv4.PacketConn
+	count  atomic.Uint64
+	record atomic.Bool
+	mu     sync.Mutex
+	lat    []int64
+	done   chan struct{}
+}
+
+var benchEpoch = time.Now()
+
+func nowNS() int64 { return int64(time.Since(benchEpoch)) }
+
+func newBenchReceiver(tb *linkem.Testbed) (*benchReceiver, error) {
+	c, err := tb.ListenUDP(tb.NSB, &net.UDPAddr{IP: tb.AddrB, Port: 9000})
+	if err != nil {
+		return nil, err
+	}
+	setBuffers(c)
+	r := &benchReceiver{conn: c, pc: ipv4.NewPacketConn(c), done: make(chan struct{})}
+	go r.loop()
+	return r, nil
+}
+
+func setBuffers(c *net.UDPConn) {
+	if rc, err := c.SyscallConn(); err == nil {
+		_ = rc.Control(func(fd uintptr) {
+			_ = unix.SetsockoptInt(int(fd), unix.SOL_SOCKET, unix.SO_RCVBUFFORCE, 32<<20)
+			_ = unix.SetsockoptInt(int(fd), unix.SOL_SOCKET, unix.SO_SNDBUFFORCE, 4<<20)
+		})
+	}
+}
+
+func (r *benchReceiver) loop() {
+	defer close(r.done)
+	msgs := make([]ipv4.Message, 64)
+	for i := range msgs {
+		msgs[i].Buffers = [][]byte{make([]byte, 9000)}
+	}
+	for {
+		n, err := r.pc.ReadBatch(msgs, 0)
+		if err != nil {
+			return
+		}
+		r.count.Add(uint64(n))
+		if r.record.Load() {
+			now := nowNS()
+			r.mu.Lock()
+			for i := 0; i < n; i++ {
+				if msgs[i].N >= 16 {
+					r.lat = append(r.lat, now-int64(binary.LittleEndian.Uint64(msgs[i].Buffers[0][8:16])))
+				}
+			}
+			r.mu.Unlock()
+		}
+	}
+}
+
+func (r *benchReceiver) close() {
+	r.conn.Close()
+	<-r.done
+}
+
+type benchSender struct {
+	conn *net.UDPConn
+	pc   *ipv4.PacketConn
+}
+
+func newBenchSender(tb *linkem.Testbed) (*benchSender, error) {
+	var c *net.UDPConn
+	err := linkem.InNetNS(tb.NSPath(tb.NSA), func() error {
+		var err error
+		c, err = net.DialUDP("udp4", nil, &net.UDPAddr{IP: tb.AddrB, Port: 9000})
+		return err
+	})
+	if err != nil {
+		return nil, err
+	}
+	setBuffers(c)
+	return &benchSender{conn: c, pc: ipv4.NewPacketConn(c)}, nil
+}
+
+func (s *benchSender) close() { s.conn.Close() }
+
+// latencyRun sends o.latN 64-byte datagrams paced at o.latRate with a
+// timerfd (no busy wait, so the receiver on the same CPU is not starved)
+// and returns the one-way latency percentiles.
+func latencyRun(ctx context.Context, tx *benchSender, rx *benchReceiver, o benchOpts) (LatRes, error) {
+	timer, err := linkem.NewTimerFD()
+	if err != nil {
+		return LatRes{}, err
+	}
+	defer timer.Close()
+	rx.mu.Lock()
+	rx.lat = make([]int64, 0, o.latN)
+	rx.mu.Unlock()
+	rx.record.Store(true)
+	buf := make([]byte, 64)
+	interval := int64(time.Second) / int64(o.latRate)
+	next := nowNS()
+	for i := 0; i < o.latN && ctx.Err() == nil; i++ {
+		next += interval
+		if d := next - nowNS(); d > 0 {
+			timer.Arm(time.Duration(d))
+			if err := timer.Wait(); err != nil {
+				return LatRes{}, err
+			}
+		}
+		binary.LittleEndian.PutUint64(buf[0:8], uint64(i))
+		binary.LittleEndian.PutUint64(buf[8:16], uint64(nowNS()))
+		if _, err := tx.conn.Write(buf); err != nil {
+			return LatRes{}, err
+		}
+	}
+	time.Sleep(200 * time.Millisecond)
+	rx.record.Store(false)
+	rx.mu.Lock()
+	lat := append([]int64(nil), rx.lat...)
+	rx.mu.Unlock()
+	if ctx.Err() != nil {
+		return LatRes{}, ctx.Err()
+	}
+	sort.Slice(lat, func(i, j int) bool { return lat[i] < lat[j] })
+	r := LatRes{RatePPS: o.latRate, Sent: o.latN, Lost: o.latN - len(lat)}
+	if len(lat) > 0 {
+		q := func(p float64) float64 { return float64(lat[int(p*float64(len(lat)-1))]) / 1e3 }
+		r.P50us, r.P99us, r.Maxus = q(0.5), q(0.99), float64(lat[len(lat)-1])/1e3
+	}
+	return r, nil
+}
+
+// throughputRun blasts size-byte datagrams with sendmmsg for
+// warmup+duration and returns the delivered and the offered rates over
+// the measured part.
+func throughputRun(ctx context.Context, tx *benchSender, rx *benchReceiver, size int, o benchOpts) (float64, float64, error) {
+	const batch = 64
+	msgs := make([]ipv4.Message, batch)
+	for i := range msgs {
+		msgs[i].Buffers = [][]byte{make([]byte, size)}
+	}
+	var sent atomic.Uint64
+	stopAt := time.Now().Add(o.warmup + o.duration)
+	errc := make(chan error, 1)
+	go func() {
+		for time.Now().Before(stopAt) && ctx.Err() == nil {
+			n, err := tx.pc.WriteBatch(msgs, 0)
+			if err != nil {
+				if errors.Is(err, syscall.ENOBUFS) || errors.Is(err, syscall.EAGAIN) {
+					continue
+				}
+				errc <- err
+				return
+			}
+			sent.Add(uint64(n))
+		}
+		errc <- nil
+	}()
+	time.Sleep(o.warmup)
+	c0, s0, t0 := rx.count.Load(), sent.Load(), time.Now()
+	time.Sleep(o.duration)
+	c1, s1, t1 := rx.count.Load(), sent.Load(), time.Now()
+	if err := <-errc; err != nil {
+		return 0, 0, fmt.Errorf("sending: %w", err)
+	}
+	time.Sleep(300 * time.Millisecond) // let queues drain before the next run
+	secs := t1.Sub(t0).Seconds()
+	return float64(c1-c0) / secs, float64(s1-s0) / secs, ctx.Err()
+}
+
+// benchChild is linkem running as a pinned child process.
+type benchChild struct {
+	cmd    *exec.Cmd
+	addr   string
+	client *http.Client
+	waited chan error
+	once   sync.Once
+	err    error
+}
+
+func startLinkem(ctx context.Context, tb *linkem.Testbed, o benchOpts, pinned bool) (*benchChild, error) {
+	args := []string{o.bin, "--netns", tb.NSPath(tb.NSB), "--queue", fmt.Sprint(o.queue),
+		"--listen", "127.0.0.1:0", "--log-level", "warn", "--name", "bench"}
+	if pinned {
+		args = append([]string{"taskset", "-c", fmt.Sprint(o.linkemCPU)}, args...)
+	}
+	cmd := exec.Command(args[0], args[1:]...)
+	cmd.Env = append(os.Environ(), "GOMAXPROCS=1")
+	cmd.Stderr = os.Stderr
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		return nil, err
+	}
+	// A child started while this process is pinned would inherit the
+	// pinning; taskset re-pins it.
+	if err := cmd.Start(); err != nil {
+		return nil, fmt.Errorf("starting linkem: %w", err)
+	}
+	c := &benchChild{cmd: cmd, client: &http.Client{Timeout: 5 * time.Second}, waited: make(chan error, 1)}
+	lines := make(chan string, 1)
+	go func() {
+		sc := bufio.NewScanner(out)
+		for sc.Scan() {
+			if a, ok := strings.CutPrefix(sc.Text(), "listening on "); ok {
+				lines <- a
+			}
+		}
+	}()
+	go func() { c.waited <- cmd.Wait() }()
+	select {
+	case c.addr = <-lines:
+		return c, nil
+	case err := <-c.waited:
+		return nil, fmt.Errorf("linkem exited at start: %v", err)
+	case <-time.After(10 * time.Second):
+		cmd.Process.Kill()
+		return nil, errors.New("linkem did not print its address within 10s")
+	case <-ctx.Done():
+		cmd.Process.Kill()
+		return nil, ctx.Err()
+	}
+}
+
+// kernelDrops scrapes the child's kernel drop counters.
+func (c *benchChild) kernelDrops() (queueFull, socketFull float64) {
+	resp, err := c.client.Get("http://" + c.addr + "/metrics")
+	if err != nil {
+		return math.NaN(), math.NaN()
+	}
+	defer resp.Body.Close()
+	sc := bufio.NewScanner(resp.Body)
+	for sc.Scan() {
+		line := sc.Text()
+		if !strings.HasPrefix(line, "protolab_linkem_kernel_dropped_packets_total{") {
+			continue
+		}
+		f := strings.Fields(line)
+		v, _ := strconv.ParseFloat(f[len(f)-1], 64)
+		switch {
+		case strings.Contains(line, `cause="queue_full"`):
+			queueFull = v
+		case strings.Contains(line, `cause="socket_full"`):
+			socketFull = v
+		}
+	}
+	return queueFull, socketFull
+}
+
+func (c *benchChild) stop() error {
+	c.once.Do(func() {
+		_ = c.cmd.Process.Signal(syscall.SIGTERM)
+		select {
+		case err := <-c.waited:
+			if err != nil {
+				c.err = fmt.Errorf("linkem exited with %v", err)
+			}
+		case <-time.After(10 * time.Second):
+			c.cmd.Process.Kill()
+			<-c.waited
+			c.err = errors.New("linkem did not stop within 10s of SIGTERM")
+		}
+	})
+	return c.err
+}

@@ -1,0 +1,217 @@
+package linkem
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"strings"
+	"sync/atomic"
+	"time"
+
+	"golang.org/x/sys/unix"
+)
+
+// Testbed is a pair of network namespaces joined by a veth pair, for
+// linkem's integration tests and its benchmark: A (plabt-TAG-a, interface
+// plt-TAGa, 192.0.2.1/24) sends to B (plabt-TAG-b, interface plt-TAGb,
+// 192.0.2.2/24), whose mangle PREROUTING rule queues what arrives on the
+// veth. Everything it creates carries the plabt-/plt- prefixes and goes
+// away with Close (deleting a namespace deletes its veth end and its
+// iptables rules). It never touches the root namespace.
+type Testbed struct {
+	Tag      string
+	NSA, NSB string // namespace names
+	IfA, IfB string // interface names
+	AddrA    net.IP
+	AddrB    net.IP
+	Queue    uint16
+	created  []string
+	rule     []string
+}
+
+var testbedSeq atomic.Uint32
+
+// NewTestbed creates the namespaces and the veth pair. prefix (at most 3
+// characters) helps telling test beds apart; the process id and a counter
+// make the names unique.
+func NewTestbed(prefix string, queue uint16) (*Testbed, error) {
+	if len(prefix) > 3 {
+		prefix = prefix[:3]
+	}
+	tag := fmt.Sprintf("%s%x%x", prefix, os.Getpid()&0xfffff, testbedSeq.Add(1))
+	if len(tag) > 10 {
+		tag = tag[len(tag)-10:]
+	}
+	tb := &Testbed{
+		Tag: tag, NSA: "plabt-" + tag + "-a", NSB: "plabt-" + tag + "-b",
+		IfA: "plt-" + tag + "a", IfB: "plt-" + tag + "b",
+		AddrA: net.IPv4(192, 0, 2, 1).To4(), AddrB: net.IPv4(192, 0, 2, 2).To4(), Queue: queue,
+	}
+	steps := [][]string{
+		{"ip", "netns", "add", tb.NSA},
+		{"ip", "netns", "add", tb.NSB},
+		{"ip", "link", "add", tb.IfA, "netns", tb.NSA, "type", "veth", "peer", "name", tb.IfB, "netns", tb.NSB},
+		{"ip", "-n", tb.NSA, "addr", "add", "192.0.2.1/24", "dev", tb.IfA},
+		{"ip", "-n", tb.NSB, "addr", "add", "192.0.2.2/24", "dev", tb.IfB},
+		{"ip", "-n", tb.NSA, "link", "set", tb.IfA, "up"},
+		{"ip", "-n", tb.NSB, "link", "set", tb.IfB, "up"},
+		{"ip", "-n", tb.NSA, "link", "set", "lo", "up"},
+		{"ip", "-n", tb.NSB, "link", "set", "lo", "up"},
+	}
+	for i, s := range steps {
+		if err := runCmd(s...); err != nil {
+			tb.Close()
+			return nil, err
+		}
+		if i < 2 {
+			tb.created = append(tb.created, s[3])
+		}
+	}
+	// Static neighbours: no ARP exchange (whose packets would be queued
+	// too) can delay the first measurements.
+	macA, errA := ifaceMAC(tb.NSPath(tb.NSA), tb.IfA)
+	macB, errB := ifaceMAC(tb.NSPath(tb.NSB), tb.IfB)
+	if err := errors.Join(errA, errB); err != nil {
+		tb.Close()
+		return nil, err
+	}
+	for _, s := range [][]string{
+		{"ip", "-n", tb.NSA, "neigh", "replace", "192.0.2.2", "lladdr", macB, "dev", tb.IfA, "nud", "permanent"},
+		{"ip", "-n", tb.NSB, "neigh", "replace", "192.0.2.1", "lladdr", macA, "dev", tb.IfB, "nud", "permanent"},
+	} {
+		if err := runCmd(s...); err != nil {
+			tb.Close()
+			return nil, err
+		}
+	}
+	return tb, nil
+}
+
+func ifaceMAC(ns, name string) (string, error) {
+	var mac string
+	err := InNetNS(ns, func() error {
+		ifi, err := net.InterfaceByName(name)
+		if err != nil {
+			return err
+		}
+		mac = ifi.HardwareAddr.String()
+		return nil
+	})
+	return mac, err
+}
+
+func runCmd(args ...string) error {
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	out, err := exec.CommandContext(ctx, args[0], args[1:]...).CombinedOutput()
+	if err != nil {
+		return fmt.Errorf("%s: %w: %s", strings.Join(args, " "), err, strings.TrimSpace(string(out)))
+	}
+	return nil
+}
+
+// NSPath is the path of a namespace of the bed, for InNetNS and --netns.
+func (tb *Testbed) NSPath(name string) string { return "/run/netns/" + name }
+
+// QueueRule is the iptables rule (after "-t mangle -A") that queues B's
+// incoming veth packets.
+func (tb *Testbed) QueueRule() []string {
+	return []string{"PREROUTING", "-i", tb.IfB, "-j", "NFQUEUE", "--queue-num", fmt.Sprint(tb.Queue), "--queue-bypass"}
+}
+
+// InstallQueueRule adds the NFQUEUE rule in B.
+func (tb *Testbed) InstallQueueRule() error {
+	if tb.rule != nil {
+		return nil
+	}
+	if err := runCmd(append([]string{"ip", "netns", "exec", tb.NSB, "iptables", "-w", "5", "-t", "mangle", "-A"}, tb.QueueRule()...)...); err != nil {
+		return err
+	}
+	tb.rule = tb.QueueRule()
+	return nil
+}
+
+// RemoveQueueRule deletes the NFQUEUE rule from B.
+func (tb *Testbed) RemoveQueueRule() error {
+	if tb.rule == nil {
+		return nil
+	}
+	err := runCmd(append([]string{"ip", "netns", "exec", tb.NSB, "iptables", "-w", "5", "-t", "mangle", "-D"}, tb.rule...)...)
+	tb.rule = nil
+	return err
+}
+
+// Close deletes the namespaces (and with them the veth pair and rules).
+func (tb *Testbed) Close() error {
+	var errs []error
+	for _, ns := range tb.created {
+		if err := runCmd("ip", "netns", "del", ns); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	tb.created = nil
+	return errors.Join(errs...)
+}
+
+// ListenUDP opens a UDP socket in namespace ns bound to addr.
+func (tb *Testbed) ListenUDP(ns string, addr *net.UDPAddr) (*net.UDPConn, error) {
+	var c *net.UDPConn
+	err := InNetNS(tb.NSPath(ns), func() error {
+		var err error
+		c, err = net.ListenUDP("udp4", addr)
+		return err
+	})
+	return c, err
+}
+
+// HTTPClient is a client whose connections are made from namespace ns
+// (to reach a server listening on that namespace's loopback).
+func (tb *Testbed) HTTPClient(ns string) *http.Client {
+	path := tb.NSPath(ns)
+	tr := &http.Transport{
+		DialContext: func(ctx context.Context, network, addr string) (net.Conn, error) {
+			var c net.Conn
+			err := InNetNS(path, func() error {
+				var err error
+				c, err = (&net.Dialer{Timeout: 5 * time.Second}).DialContext(ctx, network, addr)
+				return err
+			})
+			return c, err
+		},
+		DisableKeepAlives: true,
+	}
+	return &http.Client{Transport: tr, Timeout: 10 * time.Second}
+}
+
+// NFQueueUsable tells why root integration tests and the benchmark cannot
+// run here, or nil if they can: it needs root, the ip and iptables
+// commands, and iptables' NFQUEUE target, probed in a throw-away namespace.
+func NFQueueUsable() error {
+	if os.Geteuid() != 0 {
+		return errors.New("not root: creating namespaces and NFQUEUE rules needs root")
+	}
+	for _, c := range []string{"ip", "iptables"} {
+		if _, err := exec.LookPath(c); err != nil {
+			return fmt.Errorf("%s command not found: %w", c, err)
+		}
+	}
+	ns := fmt.Sprintf("plabt-probe%x", os.Getpid()&0xfffff)
+	if err := runCmd("ip", "netns", "add", ns); err != nil {
+		return fmt.Errorf("cannot create a network namespace: %w", err)
+	}
+	defer runCmd("ip", "netns", "del", ns)
+	if err := runCmd("ip", "netns", "exec", ns, "iptables", "-w", "5", "-t", "mangle", "-A", "PREROUTING", "-i", "lo",
+		"-j", "NFQUEUE", "--queue-num", "1", "--queue-bypass"); err != nil {
+		return fmt.Errorf("iptables -j NFQUEUE is unusable: %w", err)
+	}
+	fd, err := unix.Socket(unix.AF_NETLINK, unix.SOCK_RAW|unix.SOCK_CLOEXEC, unix.NETLINK_NETFILTER)
+	if err != nil {
+		return fmt.Errorf("no netfilter netlink socket: %w", err)
+	}
+	unix.Close(fd)
+	return nil
+}
