@@ -129,9 +129,9 @@ func (c Config) needsPayload() bool {
 	return c.Corrupt != 0 || c.BER != 0 || c.Duplicate != 0
 }
 
-// DecodeConfig parses a JSON configuration strictly (unknown fields,
-// duplicate fields and trailing data are errors, and every error names its
-// field), normalizes and validates it.
+// DecodeConfig parses a JSON configuration strictly (unknown fields and
+// trailing data are errors, and every error names its field), normalizes
+// and validates it.
 func DecodeConfig(data []byte) (Config, error) {
 	dec := json.NewDecoder(bytes.NewReader(data))
 	var raw map[string]json.RawMessage

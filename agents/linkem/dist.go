@@ -19,7 +19,8 @@ import (
 //     delay-0.0329*jitter, sd 0.821*jitter (the cap removes the heavy
 //     tail that would give sd 1.155*jitter).
 //   - paretonormal: t = (N + 3*P)/4 with N the normal and P the pareto
-//     value taken at the same quantile (netem's table is built that way).
+//     value taken at the same quantile (netem's table is built that way);
+//     t >= -1.5, mean delay-0.0247*jitter, sd 0.835*jitter.
 const distClamp = 4.0
 
 // distMaxT is the largest t each distribution can draw; it bounds the

@@ -22,15 +22,21 @@ type Packet struct {
 	Data []byte
 }
 
-// Backend carries out what the emulator decides. Verdict methods may be
-// called from two goroutines at once (the one calling Arrive and the
+// Verdict is the answer for one queued packet.
+type Verdict struct {
+	ID   uint32
+	Drop bool
+	// Data, when not nil, replaces the packet (same length) before it is
+	// accepted: a corrupted packet.
+	Data []byte
+}
+
+// Backend carries out what the emulator decides. Verdicts and Inject may
+// be called from two goroutines at once (the one calling Arrive and the
 // scheduler).
 type Backend interface {
-	// Accept lets a queued packet continue; with data non-nil the packet is
-	// replaced by data (same length) first.
-	Accept(id uint32, data []byte) error
-	// Drop discards a queued packet.
-	Drop(id uint32) error
+	// Verdicts sends a batch of verdicts, in order.
+	Verdicts(vs []Verdict) error
 	// Inject sends a packet that is not in the queue (a duplicate) on to
 	// where the queued packets go.
 	Inject(data []byte) error
@@ -105,13 +111,15 @@ type Emulator struct {
 	cfgMu  sync.Mutex // serializes SetConfig
 	since  atomic.Pointer[time.Time]
 
-	mu       sync.Mutex // guards the fields below
-	dec      *Decider
-	heap     pktHeap
-	armed    int64 // release time the timer is armed for; 0 = not armed
-	seq      uint64
-	draining bool
-	batch    []heldPkt // scheduler's scratch
+	mu         sync.Mutex // guards the fields below
+	dec        *Decider
+	heap       pktHeap
+	armed      int64 // release time the timer is armed for; 0 = not armed
+	seq        uint64
+	draining   bool
+	arrBatch   actionBatch // owned by the arrival goroutine
+	schedBatch actionBatch // owned by the scheduler
+	closing    atomic.Bool
 
 	stats stats
 	delay prometheus.Histogram
@@ -241,23 +249,52 @@ type action struct {
 	arrival int64
 }
 
-// Arrive decides one packet. It must be called from one goroutine at a
-// time.
+// actionBatch collects actions to carry out together: one Backend.Verdicts
+// call for all the verdicts.
+type actionBatch struct {
+	acts []action
+	vs   []Verdict
+}
+
+func (b *actionBatch) add(a action) { b.acts = append(b.acts, a) }
+
+// Arrive decides one packet; see ArriveBatch.
 func (e *Emulator) Arrive(pkt Packet) {
+	one := [1]Packet{pkt}
+	e.ArriveBatch(one[:])
+}
+
+// ArriveBatch decides packets that arrived together, in order, and sends
+// the verdicts due at once in one batch. It must be called from one
+// goroutine at a time. The packets' Data is only used during the call
+// (what is held is copied).
+func (e *Emulator) ArriveBatch(pkts []Packet) {
 	now := e.clock.Now()
-	e.stats.received.Add(1)
-	if pkt.Len == 0 {
-		pkt.Len = len(pkt.Data)
-	}
+	e.stats.received.Add(uint64(len(pkts)))
 	p := e.params.Load()
-	var acts [2]action
-	n := 0
+	b := &e.arrBatch
 
 	e.mu.Lock()
 	if e.draining {
 		e.mu.Unlock()
-		e.issue(action{id: pkt.ID, arrival: now})
+		for _, pkt := range pkts {
+			b.add(action{id: pkt.ID, arrival: now})
+		}
+		e.carryOut(b)
 		return
+	}
+	for i := range pkts {
+		e.decideOne(p, &pkts[i], now, b)
+	}
+	e.mu.Unlock()
+	e.carryOut(b)
+}
+
+// decideOne decides a packet and holds it or adds its immediate actions
+// to b. Called with e.mu held.
+func (e *Emulator) decideOne(p *params, pkt *Packet, now int64, b *actionBatch) {
+	if pkt.Len == 0 {
+		pkt.Len = len(pkt.Data)
 	}
 	hdr := ipHeaderLen(pkt.Data)
 	orig, dup, hasDup := e.dec.Decide(p, now, pkt.Len, hdr, len(e.heap))
@@ -281,12 +318,10 @@ func (e *Emulator) Arrive(pkt Packet) {
 	switch orig.Fate {
 	case FateDrop:
 		e.stats.dropped.Add(1)
-		acts[n] = action{drop: true, id: pkt.ID}
-		n++
+		b.add(action{drop: true, id: pkt.ID})
 	case FateOverflow:
 		e.stats.overflow.Add(1)
-		acts[n] = action{drop: true, id: pkt.ID}
-		n++
+		b.add(action{drop: true, id: pkt.ID})
 	default:
 		var data []byte
 		if e.mark(&orig, pkt.Data, whole) {
@@ -296,11 +331,11 @@ func (e *Emulator) Arrive(pkt Packet) {
 			kind := kindAccept
 			if data != nil {
 				kind = kindModified
+				data = append([]byte(nil), data...)
 			}
 			e.hold(heldPkt{release: orig.Release, arrival: now, id: pkt.ID, kind: kind, data: data}, now)
 		} else {
-			acts[n] = action{id: pkt.ID, data: data, arrival: now}
-			n++
+			b.add(action{id: pkt.ID, data: data, arrival: now})
 		}
 	}
 	if hasDup {
@@ -314,14 +349,9 @@ func (e *Emulator) Arrive(pkt Packet) {
 			if dup.Release > now {
 				e.hold(heldPkt{release: dup.Release, arrival: now, kind: kindInject, data: dupData}, now)
 			} else {
-				acts[n] = action{inject: true, data: dupData, arrival: now}
-				n++
+				b.add(action{inject: true, data: dupData, arrival: now})
 			}
 		}
-	}
-	e.mu.Unlock()
-	for i := 0; i < n; i++ {
-		e.issue(acts[i])
 	}
 }
 
@@ -357,32 +387,52 @@ func (e *Emulator) hold(hp heldPkt, now int64) {
 	}
 }
 
-// issue carries out one action.
-func (e *Emulator) issue(a action) {
-	switch {
-	case a.drop:
-		if err := e.backend.Drop(a.id); err != nil {
-			e.verdictError(err)
-		}
+// carryOut sends b's verdicts in one batch, then its injections, counts
+// what passed and empties b.
+func (e *Emulator) carryOut(b *actionBatch) {
+	if len(b.acts) == 0 {
 		return
-	case a.inject:
-		if err := e.backend.Inject(a.data); err != nil {
-			e.stats.injectErrors.Add(1)
-			e.logger.Debug("injecting duplicate failed", "err", err)
-		}
-	default:
-		if err := e.backend.Accept(a.id, a.data); err != nil {
-			e.verdictError(err)
+	}
+	vs := b.vs[:0]
+	for i := range b.acts {
+		if a := &b.acts[i]; !a.inject {
+			vs = append(vs, Verdict{ID: a.id, Drop: a.drop, Data: a.data})
 		}
 	}
-	e.stats.passed.Add(1)
-	if d := e.clock.Now() - a.arrival; d >= 0 {
-		e.delay.Observe(float64(d) / 1e9)
+	if len(vs) > 0 {
+		if err := e.backend.Verdicts(vs); err != nil {
+			e.verdictError(err, len(vs))
+		}
 	}
+	for i := range b.acts {
+		if a := &b.acts[i]; a.inject {
+			if err := e.backend.Inject(a.data); err != nil {
+				e.stats.injectErrors.Add(1)
+				e.logger.Debug("injecting duplicate failed", "err", err)
+			}
+		}
+	}
+	now := e.clock.Now()
+	passed := 0
+	for i := range b.acts {
+		a := &b.acts[i]
+		if !a.drop {
+			passed++
+			if d := now - a.arrival; d >= 0 {
+				e.delay.Observe(float64(d) / 1e9)
+			}
+		}
+		*a = action{}
+	}
+	e.stats.passed.Add(uint64(passed))
+	for i := range vs {
+		vs[i] = Verdict{}
+	}
+	b.acts, b.vs = b.acts[:0], vs[:0]
 }
 
-func (e *Emulator) verdictError(err error) {
-	if e.stats.verdictErrors.Add(1) <= 10 {
+func (e *Emulator) verdictError(err error, n int) {
+	if e.stats.verdictErrors.Add(uint64(n)) <= 10 && !e.closing.Load() {
 		e.logger.Warn("verdict failed", "err", err)
 	}
 }
@@ -399,24 +449,23 @@ func (hp *heldPkt) action() action {
 }
 
 // ReleaseDue issues the verdicts of every held packet whose release time
-// has come, re-arms the timer for the next one, and returns how many were
-// released. Run calls it on every timer expiry; tests call it directly.
+// has come (in one batch), re-arms the timer for the next one, and returns
+// how many were released. Run calls it on every timer expiry; tests call
+// it directly. It must not be called concurrently with itself.
 func (e *Emulator) ReleaseDue() int {
 	now := e.clock.Now()
+	b := &e.schedBatch
 	e.mu.Lock()
-	batch := e.batch[:0]
 	for len(e.heap) > 0 && e.heap.min().release <= now {
-		batch = append(batch, e.heap.pop())
+		hp := e.heap.pop()
+		b.add(hp.action())
 	}
 	e.rearm(now)
 	e.stats.held.Store(int64(len(e.heap)))
 	e.mu.Unlock()
-	for i := range batch {
-		e.issue(batch[i].action())
-		batch[i] = heldPkt{}
-	}
-	e.batch = batch[:0]
-	return len(batch)
+	n := len(b.acts)
+	e.carryOut(b)
+	return n
 }
 
 // rearm arms the timer for the earliest held packet. Called with e.mu held.
@@ -465,20 +514,23 @@ func (e *Emulator) Run() error {
 // queued ones are accepted (with their corruption, if any) and held
 // duplicates are sent. It returns how many were released.
 func (e *Emulator) Drain() int {
+	var b actionBatch
 	e.mu.Lock()
 	e.draining = true
-	all := make([]heldPkt, 0, len(e.heap))
 	for len(e.heap) > 0 {
-		all = append(all, e.heap.pop())
+		hp := e.heap.pop()
+		b.add(hp.action())
 	}
 	e.armed = 0
 	e.stats.held.Store(0)
 	e.mu.Unlock()
-	for i := range all {
-		e.issue(all[i].action())
-	}
-	return len(all)
+	n := len(b.acts)
+	e.carryOut(&b)
+	return n
 }
+
+// SetClosing silences verdict errors expected while the queue shuts down.
+func (e *Emulator) SetClosing() { e.closing.Store(true) }
 
 // Counts is a snapshot of the packet counters.
 type Counts struct {

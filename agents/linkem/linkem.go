@@ -60,7 +60,7 @@ func Start(cfg Config, o StartOptions) (*Linkem, error) {
 		defer close(l.schedDone)
 		_ = emu.Run()
 	}()
-	if err := q.Start(emu.Arrive); err != nil {
+	if err := q.Start(emu.ArriveBatch); err != nil {
 		timer.Close()
 		<-l.schedDone
 		q.Shutdown(nil)
@@ -78,6 +78,7 @@ func (l *Linkem) Fatal() <-chan error { return l.Queue.Fatal() }
 // once.
 func (l *Linkem) Stop() (int, error) {
 	l.stopOnce.Do(func() {
+		l.Emulator.SetClosing()
 		err := l.Queue.Shutdown(func() { l.released = l.Emulator.Drain() })
 		l.timer.Close()
 		<-l.schedDone

@@ -9,6 +9,8 @@ import (
 	"os"
 	"sync"
 	"sync/atomic"
+	"syscall"
+	"unsafe"
 
 	nfqueue "github.com/florianl/go-nfqueue/v2"
 	"github.com/mdlayher/netlink"
@@ -38,7 +40,13 @@ const RecvBufferBytes = 32 << 20
 // nfnetlink_queue protocol numbers not exported by go-nfqueue.
 const (
 	nfnlSubsysQueue    = 3
+	nfqnlMsgPacket     = 0
+	nfqnlMsgVerdict    = 1
 	nfqnlMsgConfig     = 2
+	nfqaPacketHdr      = 1
+	nfqaVerdictHdr     = 2
+	nfqaPayload        = 10
+	nfqaCapLen         = 13
 	nfqaCfgParams      = 2
 	nfqaCfgQueueMaxlen = 3
 	nfqaCfgMask        = 4
@@ -64,8 +72,12 @@ type QueueOptions struct {
 // (see Inject).
 type Queue struct {
 	nf     *nfqueue.Nfqueue
+	rc     syscall.RawConn
 	num    uint16
 	logger *slog.Logger
+
+	// Receive-side state, used only by the library's receive goroutine.
+	rx rxBatch
 
 	full   atomic.Bool
 	lastID atomic.Uint32
@@ -121,7 +133,13 @@ func OpenQueue(o QueueOptions) (*Queue, error) {
 	if err := nf.SetOption(netlink.NoENOBUFS, true); err != nil {
 		q.logger.Warn("could not set NETLINK_NO_ENOBUFS", "err", err)
 	}
-	if rc, err := nf.Con.SyscallConn(); err == nil {
+	rc, err := nf.Con.SyscallConn()
+	if err != nil {
+		nf.Close()
+		return nil, fmt.Errorf("netfilter queue socket: %w", err)
+	}
+	q.rc = rc
+	{
 		var serr error
 		_ = rc.Control(func(fd uintptr) {
 			serr = unix.SetsockoptInt(int(fd), unix.SOL_SOCKET, unix.SO_RCVBUFFORCE, RecvBufferBytes)
@@ -161,17 +179,19 @@ func rawSocket(family int) (int, error) {
 // Start binds the queue and calls arrive for every packet from a goroutine
 // of the library, until Close. A bind failure (queue taken by another
 // process, no CAP_NET_ADMIN) is returned.
-func (q *Queue) Start(arrive func(Packet)) error {
+func (q *Queue) Start(arrive func([]Packet)) error {
 	ctx, cancel := context.WithCancel(context.Background())
 	q.cancel = cancel
+	// The library reads one message at a time (two recvmsg calls and a
+	// fresh buffer each). Its callback hands that packet on together with
+	// whatever else is already waiting on the socket, read with recvmmsg,
+	// so that under load packets are decided and answered in batches.
 	fn := func(a nfqueue.Attribute) int {
 		if a.PacketID == nil {
 			return 0
 		}
 		q.errRun.Store(0)
 		id := *a.PacketID
-		q.lastID.Store(id)
-		q.seen.Store(true)
 		var data []byte
 		if a.Payload != nil {
 			data = *a.Payload
@@ -180,7 +200,23 @@ func (q *Queue) Start(arrive func(Packet)) error {
 		if a.CapLen != nil && int(*a.CapLen) > n {
 			n = int(*a.CapLen)
 		}
-		arrive(Packet{ID: id, Len: n, Data: data})
+		q.rx.pkts = append(q.rx.pkts[:0], Packet{ID: id, Len: n, Data: data})
+		for budget := 0; budget < maxDrainPerWakeup; {
+			got, err := q.drain()
+			if err != nil && !errors.Is(err, unix.EAGAIN) {
+				q.logger.Debug("draining the queue socket", "err", err)
+			}
+			if len(q.rx.pkts) > 0 {
+				q.lastID.Store(q.rx.pkts[len(q.rx.pkts)-1].ID)
+				q.seen.Store(true)
+				arrive(q.rx.pkts)
+				q.rx.pkts = q.rx.pkts[:0]
+			}
+			if got < len(q.rx.hdrs) {
+				break // the socket is empty
+			}
+			budget += got
+		}
 		return 0
 	}
 	errfn := func(err error) int {
@@ -217,16 +253,80 @@ func (q *Queue) Start(arrive func(Packet)) error {
 // Fatal delivers an error if the receive loop gave up.
 func (q *Queue) Fatal() <-chan error { return q.fatal }
 
-// Accept implements Backend.
-func (q *Queue) Accept(id uint32, data []byte) error {
-	if data == nil {
-		return q.nf.SetVerdict(id, nfqueue.NfAccept)
+// Verdicts implements Backend: the verdicts go to the kernel as
+// consecutive NFQNL_MSG_VERDICT messages in as few sendmsg calls as
+// possible (nfnetlink processes every message of a datagram).
+func (q *Queue) Verdicts(vs []Verdict) error {
+	bp := verdictBufs.Get().(*[]byte)
+	buf := (*bp)[:0]
+	var errs []error
+	for i := range vs {
+		buf = appendVerdict(buf, q.num, &vs[i])
+		if len(buf) >= maxVerdictDatagram || i == len(vs)-1 {
+			if err := q.send(buf); err != nil {
+				errs = append(errs, err)
+			}
+			buf = buf[:0]
+		}
 	}
-	return q.nf.SetVerdictWithOption(id, nfqueue.NfAccept, nfqueue.WithAlteredPacket(data))
+	*bp = buf
+	verdictBufs.Put(bp)
+	return errors.Join(errs...)
 }
 
-// Drop implements Backend.
-func (q *Queue) Drop(id uint32) error { return q.nf.SetVerdict(id, nfqueue.NfDrop) }
+// maxVerdictDatagram is the size past which a batch of verdicts is sent
+// (the kernel accepts up to the socket's send buffer per datagram).
+const maxVerdictDatagram = 64 << 10
+
+var verdictBufs = sync.Pool{New: func() any { b := make([]byte, 0, maxVerdictDatagram+FullCopyRange+256); return &b }}
+
+// appendVerdict appends one NFQNL_MSG_VERDICT netlink message: nlmsghdr,
+// nfgenmsg, NFQA_VERDICT_HDR {verdict, id} and, for a modified packet,
+// NFQA_PAYLOAD.
+func appendVerdict(b []byte, queue uint16, v *Verdict) []byte {
+	start := len(b)
+	verdict := uint32(nfqueue.NfAccept)
+	if v.Drop {
+		verdict = nfqueue.NfDrop
+	}
+	// nlmsghdr: len (filled below), type, flags, seq, pid.
+	b = binary.NativeEndian.AppendUint32(b, 0)
+	b = binary.NativeEndian.AppendUint16(b, nfnlSubsysQueue<<8|nfqnlMsgVerdict)
+	b = binary.NativeEndian.AppendUint16(b, unix.NLM_F_REQUEST)
+	b = binary.NativeEndian.AppendUint32(b, 0)
+	b = binary.NativeEndian.AppendUint32(b, 0)
+	// nfgenmsg
+	b = append(b, unix.AF_UNSPEC, unix.NFNETLINK_V0)
+	b = binary.BigEndian.AppendUint16(b, queue)
+	// NFQA_VERDICT_HDR
+	b = binary.NativeEndian.AppendUint16(b, 4+8)
+	b = binary.NativeEndian.AppendUint16(b, nfqaVerdictHdr)
+	b = binary.BigEndian.AppendUint32(b, verdict)
+	b = binary.BigEndian.AppendUint32(b, v.ID)
+	if v.Data != nil && !v.Drop {
+		b = binary.NativeEndian.AppendUint16(b, uint16(4+len(v.Data)))
+		b = binary.NativeEndian.AppendUint16(b, nfqaPayload)
+		b = append(b, v.Data...)
+		for len(b)%4 != 0 {
+			b = append(b, 0)
+		}
+	}
+	binary.NativeEndian.PutUint32(b[start:], uint32(len(b)-start))
+	return b
+}
+
+// send writes one datagram to the kernel on the queue's socket.
+func (q *Queue) send(b []byte) error {
+	var serr error
+	err := q.rc.Write(func(fd uintptr) bool {
+		serr = unix.Sendto(int(fd), b, 0, &unix.SockaddrNetlink{Family: unix.AF_NETLINK})
+		return serr != unix.EAGAIN
+	})
+	if err != nil {
+		return err
+	}
+	return serr
+}
 
 // CanInject implements Backend.
 func (q *Queue) CanInject() error {
@@ -400,4 +500,151 @@ func (n nfqLogger) Debugf(format string, args ...interface{}) {
 
 func (n nfqLogger) Errorf(format string, args ...interface{}) {
 	n.l.Debug(fmt.Sprintf(format, args...))
+}
+
+// Batch receiving.
+const (
+	rxSlots           = 64
+	rxSmallBuf        = 2048
+	rxFullBuf         = FullCopyRange + 1024
+	maxDrainPerWakeup = 1024
+)
+
+type mmsghdr struct {
+	Hdr unix.Msghdr
+	Len uint32
+}
+
+type rxBatch struct {
+	bufSize int
+	bufs    [][]byte
+	iovs    []unix.Iovec
+	hdrs    []mmsghdr
+	pkts    []Packet
+}
+
+func (r *rxBatch) setup(size int) {
+	r.bufSize = size
+	r.bufs = make([][]byte, rxSlots)
+	r.iovs = make([]unix.Iovec, rxSlots)
+	r.hdrs = make([]mmsghdr, rxSlots)
+	for i := range r.bufs {
+		r.bufs[i] = make([]byte, size)
+		r.iovs[i].Base = &r.bufs[i][0]
+		r.iovs[i].SetLen(size)
+		r.hdrs[i].Hdr.Iov = &r.iovs[i]
+		r.hdrs[i].Hdr.SetIovlen(1)
+	}
+}
+
+// drain reads the messages already waiting on the socket, up to rxSlots,
+// with one non-blocking recvmmsg, and appends their packets to q.rx.pkts.
+// It returns how many datagrams it read.
+func (q *Queue) drain() (int, error) {
+	r := &q.rx
+	want := rxSmallBuf
+	if q.full.Load() {
+		want = rxFullBuf
+	}
+	if r.bufSize < want {
+		r.setup(want)
+	}
+	for i := range r.hdrs {
+		r.hdrs[i].Len = 0
+		r.hdrs[i].Hdr.Flags = 0
+	}
+	var n int
+	var errno syscall.Errno
+	err := q.rc.Read(func(fd uintptr) bool {
+		r1, _, e := unix.Syscall6(unix.SYS_RECVMMSG, fd, uintptr(unsafe.Pointer(&r.hdrs[0])), uintptr(len(r.hdrs)),
+			unix.MSG_DONTWAIT, 0, 0)
+		n, errno = int(r1), e
+		return true // never wait: the library waits for the next message
+	})
+	if err != nil {
+		return 0, err
+	}
+	if errno != 0 {
+		return 0, errno
+	}
+	for i := 0; i < n; i++ {
+		h := &r.hdrs[i]
+		if h.Hdr.Flags&unix.MSG_TRUNC != 0 {
+			q.logger.Warn("netfilter queue message truncated", "len", h.Len, "buffer", r.bufSize)
+		}
+		r.pkts = q.parseMessages(r.bufs[i][:min(int(h.Len), r.bufSize)], r.pkts)
+	}
+	return n, nil
+}
+
+// parseMessages appends the packets of the netlink messages in b to out.
+func (q *Queue) parseMessages(b []byte, out []Packet) []Packet {
+	for len(b) >= unix.NLMSG_HDRLEN {
+		l := int(binary.NativeEndian.Uint32(b[0:4]))
+		typ := binary.NativeEndian.Uint16(b[4:6])
+		if l < unix.NLMSG_HDRLEN || l > len(b) {
+			return out
+		}
+		msg := b[unix.NLMSG_HDRLEN:l]
+		switch typ {
+		case nfnlSubsysQueue<<8 | nfqnlMsgPacket:
+			if p, ok := parsePacket(msg); ok {
+				out = append(out, p)
+			}
+		case unix.NLMSG_ERROR:
+			if len(msg) >= 4 {
+				if code := int32(binary.NativeEndian.Uint32(msg[0:4])); code != 0 {
+					q.logger.Debug("netfilter queue error message", "errno", syscall.Errno(-code))
+				}
+			}
+		}
+		l = (l + unix.NLMSG_ALIGNTO - 1) &^ (unix.NLMSG_ALIGNTO - 1)
+		if l > len(b) {
+			return out
+		}
+		b = b[l:]
+	}
+	return out
+}
+
+// parsePacket reads an NFQNL_MSG_PACKET body (nfgenmsg and attributes).
+func parsePacket(msg []byte) (Packet, bool) {
+	if len(msg) < 4 {
+		return Packet{}, false
+	}
+	attrs := msg[4:]
+	var p Packet
+	haveID := false
+	capLen := 0
+	for len(attrs) >= 4 {
+		alen := int(binary.NativeEndian.Uint16(attrs[0:2]))
+		atyp := binary.NativeEndian.Uint16(attrs[2:4]) & 0x3fff
+		if alen < 4 || alen > len(attrs) {
+			break
+		}
+		val := attrs[4:alen]
+		switch atyp {
+		case nfqaPacketHdr:
+			if len(val) >= 4 {
+				p.ID = binary.BigEndian.Uint32(val[0:4])
+				haveID = true
+			}
+		case nfqaPayload:
+			p.Data = val
+		case nfqaCapLen:
+			if len(val) >= 4 {
+				capLen = int(binary.BigEndian.Uint32(val[0:4]))
+			}
+		}
+		alen = (alen + 3) &^ 3
+		if alen > len(attrs) {
+			break
+		}
+		attrs = attrs[alen:]
+	}
+	p.Len = len(p.Data)
+	if capLen > p.Len {
+		p.Len = capLen
+	}
+	return p, haveID
 }
