@@ -1,6 +1,7 @@
 package linkem
 
 import (
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -93,12 +94,13 @@ type Applied struct {
 
 // Emulator applies one direction's impairments to the packets of a queue.
 //
-// Arrive is called by a single goroutine (the queue reader) and decides
-// every packet as it comes: drops and immediate releases are answered on
-// the spot, everything else goes into a min-heap keyed by release time.
-// Run is the one scheduler goroutine that issues the verdicts of held
-// packets when their time comes, woken by a Timer armed for the earliest
-// release.
+// ArriveBatch is called by a single goroutine (the queue reader) and
+// decides every packet as it comes: drops and immediate releases are
+// answered on the spot, in one batch, everything else goes into a min-heap
+// keyed by release time. Run is the one scheduler goroutine that issues
+// the verdicts of held packets when their time comes, woken by a Timer
+// armed for the earliest release (the reader also sends those that are due
+// when it has a batch to send anyway).
 type Emulator struct {
 	name    string
 	seed    uint64
@@ -216,7 +218,8 @@ func (e *Emulator) SetConfig(c Config) (Applied, error) {
 			e.logger.Warn("could not narrow the queue copy range", "err", err)
 		}
 	}
-	e.logger.Info("config changed", "generation", p.generation, "config", fmt.Sprintf("%+v", p.cfg))
+	cfgJSON, _ := json.Marshal(p.cfg)
+	e.logger.Info("config changed", "generation", p.generation, "config", string(cfgJSON))
 	return Applied{Name: e.name, Seed: e.seed, Generation: p.generation, EffectiveAt: at,
 		EffectiveAtUnixNano: at.UnixNano(), Config: p.cfg}, nil
 }
@@ -265,7 +268,8 @@ func (e *Emulator) Arrive(pkt Packet) {
 }
 
 // ArriveBatch decides packets that arrived together, in order, and sends
-// the verdicts due at once in one batch. It must be called from one
+// the verdicts due at once in one batch, together with those of held
+// packets whose release time has come. It must be called from one
 // goroutine at a time. The packets' Data is only used during the call
 // (what is held is copied).
 func (e *Emulator) ArriveBatch(pkts []Packet) {
@@ -283,9 +287,19 @@ func (e *Emulator) ArriveBatch(pkts []Packet) {
 		e.carryOut(b)
 		return
 	}
+	// Held packets that are due go out with this batch: under sustained
+	// load the reader may keep the only P busy for a while (GOMAXPROCS=1),
+	// and the scheduler would only see its timer late. The timer stays
+	// armed at or before the earliest release; the scheduler finds nothing
+	// due and re-arms.
+	for len(e.heap) > 0 && e.heap.min().release <= now {
+		hp := e.heap.pop()
+		b.add(hp.action())
+	}
 	for i := range pkts {
 		e.decideOne(p, &pkts[i], now, b)
 	}
+	e.stats.held.Store(int64(len(e.heap)))
 	e.mu.Unlock()
 	e.carryOut(b)
 }

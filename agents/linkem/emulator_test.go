@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"errors"
 	"math/rand/v2"
+	"runtime"
 	"sort"
 	"sync"
 	"sync/atomic"
@@ -407,11 +408,13 @@ func equalBools(a, b []bool) bool {
 // SetConfig returns uses the new one.
 func TestSetConfigAtomic(t *testing.T) {
 	// A: delay 1ms, never corrupt. B: delay 2ms, always corrupt.
-	A := Config{Delay: Duration(time.Millisecond)}
-	B := Config{Delay: Duration(2 * time.Millisecond), Corrupt: 100}
+	// Limits above the arrival count: every packet is held, so the heap shows every decision.
+	A := Config{Delay: Duration(time.Millisecond), Limit: 30000}
+	B := Config{Delay: Duration(2 * time.Millisecond), Corrupt: 100, Limit: 30000}
 	e, _, _, _ := newTestEmulator(t, A)
 	var stop atomic.Bool
 	var wg sync.WaitGroup
+	started := make(chan struct{})
 	wg.Add(1)
 	go func() {
 		defer wg.Done()
@@ -424,10 +427,17 @@ func TestSetConfigAtomic(t *testing.T) {
 				t.Error(err)
 				return
 			}
+			if i == 0 {
+				close(started)
+			}
 		}
 	}()
+	<-started
 	for i := 0; i < 20000; i++ {
 		e.Arrive(udpPacket(uint32(i), 10))
+		if i%50 == 0 {
+			runtime.Gosched() // let the changes interleave with the arrivals even on one P
+		}
 	}
 	stop.Store(true)
 	wg.Wait()
@@ -452,4 +462,25 @@ func TestSetConfigAtomic(t *testing.T) {
 	if seen[time.Millisecond] == 0 || seen[2*time.Millisecond] == 0 {
 		t.Errorf("the changes did not interleave with the arrivals: %v", seen)
 	}
+}
+
+// Held packets whose time has come go out with the next arrivals' batch,
+// even if the scheduler has not run (the reader may hold the only P).
+func TestArrivalReleasesDue(t *testing.T) {
+	e, be, clock, _ := newTestEmulator(t, Config{Delay: Duration(time.Millisecond)})
+	e.Arrive(udpPacket(1, 10))
+	e.Arrive(udpPacket(2, 10))
+	clock.advance(time.Millisecond)
+	e.Arrive(udpPacket(3, 10))
+	out := be.sent()
+	if len(out) != 2 || out[0].v.ID != 1 || out[1].v.ID != 2 || len(be.batches) != 1 {
+		t.Fatalf("sent %+v in batches %v; want 1 and 2 together", out, be.batches)
+	}
+	if e.Held() != 1 {
+		t.Errorf("held %d, want 1", e.Held())
+	}
+	if n := e.ReleaseDue(); n != 0 {
+		t.Errorf("scheduler released %d already released packets", n)
+	}
+	checkInvariant(t, e)
 }

@@ -60,7 +60,7 @@ func Start(cfg Config, o StartOptions) (*Linkem, error) {
 		defer close(l.schedDone)
 		_ = emu.Run()
 	}()
-	if err := q.Start(emu.ArriveBatch); err != nil {
+	if err := q.Start(emu.ArriveBatch, func() { emu.Drain() }); err != nil {
 		timer.Close()
 		<-l.schedDone
 		q.Shutdown(nil)

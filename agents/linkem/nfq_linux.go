@@ -23,7 +23,7 @@ import (
 // duplication is configured.
 const (
 	SmallCopyRange = 64
-	FullCopyRange  = 0xffff
+	FullCopyRange  = 0xffff - 4 // NFQNL_MAX_COPY_RANGE: the kernel caps the range there
 )
 
 // KernelQueueMaxLen is the kernel-side queue length asked for: held packets
@@ -79,9 +79,9 @@ type Queue struct {
 	// Receive-side state, used only by the library's receive goroutine.
 	rx rxBatch
 
-	full   atomic.Bool
-	lastID atomic.Uint32
-	seen   atomic.Bool
+	full        atomic.Bool
+	lastID      atomic.Uint32
+	releaseOnce sync.Once
 
 	raw4, raw6 int
 	rawErr     error
@@ -176,10 +176,12 @@ func rawSocket(family int) (int, error) {
 	return fd, nil
 }
 
-// Start binds the queue and calls arrive for every packet from a goroutine
-// of the library, until Close. A bind failure (queue taken by another
-// process, no CAP_NET_ADMIN) is returned.
-func (q *Queue) Start(arrive func([]Packet)) error {
+// Start binds the queue and calls arrive with every packet, in batches,
+// from the library's receive goroutine, until Shutdown. drain must release
+// every packet the caller holds (see Shutdown); it is also called if the
+// receive loop gives up. A bind failure (queue taken by another process,
+// no CAP_NET_ADMIN) is returned.
+func (q *Queue) Start(arrive func([]Packet), drain func()) error {
 	ctx, cancel := context.WithCancel(context.Background())
 	q.cancel = cancel
 	// The library reads one message at a time (two recvmsg calls and a
@@ -208,7 +210,6 @@ func (q *Queue) Start(arrive func([]Packet)) error {
 			}
 			if len(q.rx.pkts) > 0 {
 				q.lastID.Store(q.rx.pkts[len(q.rx.pkts)-1].ID)
-				q.seen.Store(true)
 				arrive(q.rx.pkts)
 				q.rx.pkts = q.rx.pkts[:0]
 			}
@@ -229,6 +230,9 @@ func (q *Queue) Start(arrive func([]Packet)) error {
 		if n := q.errRun.Add(1); n <= 3 {
 			q.logger.Warn("netfilter queue receive error", "err", err)
 		} else if n > 1000 {
+			// The library unbinds the queue when this returns 1, and the
+			// kernel drops what is still queued then: release it first.
+			q.release(drain)
 			select {
 			case q.fatal <- fmt.Errorf("netfilter queue: giving up after repeated receive errors: %w", err):
 			default:
@@ -422,12 +426,30 @@ func (q *Queue) failOpen() error {
 }
 
 // acceptAll accepts, with one batch verdict, every packet still in the
-// kernel queue, including ones linkem has not read yet.
+// kernel queue, including ones linkem has not read yet (the kernel numbers
+// a queue's packets from 1 up, and a batch verdict covers every id up to
+// the one given).
 func (q *Queue) acceptAll() error {
-	if !q.seen.Load() {
-		return nil
-	}
 	return q.nf.SetVerdictBatch(q.lastID.Load()+KernelQueueMaxLen+1024, nfqueue.NfAccept)
+}
+
+// release makes the kernel stop queueing (new packets pass at once:
+// fail-open with a queue length of 0), lets drain release what the caller
+// holds, and accepts whatever is left in the kernel queue. It runs once.
+func (q *Queue) release(drain func()) []error {
+	var errs []error
+	q.releaseOnce.Do(func() {
+		if err := q.failOpen(); err != nil {
+			errs = append(errs, fmt.Errorf("setting fail-open: %w", err))
+		}
+		if drain != nil {
+			drain()
+		}
+		if err := q.acceptAll(); err != nil {
+			errs = append(errs, fmt.Errorf("accepting queued packets: %w", err))
+		}
+	})
+	return errs
 }
 
 // Shutdown stops the queue without stranding a packet: the kernel is told
@@ -443,18 +465,10 @@ func (q *Queue) Shutdown(drain func()) error {
 	q.closed = true
 	var errs []error
 	if q.cancel != nil {
-		if err := q.failOpen(); err != nil {
-			errs = append(errs, fmt.Errorf("setting fail-open: %w", err))
-		}
-	}
-	if drain != nil {
-		drain()
-	}
-	if q.cancel != nil {
-		if err := q.acceptAll(); err != nil {
-			errs = append(errs, fmt.Errorf("accepting queued packets: %w", err))
-		}
+		errs = append(errs, q.release(drain)...)
 		q.cancel()
+	} else if drain != nil {
+		drain()
 	}
 	if err := q.nf.Close(); err != nil {
 		errs = append(errs, fmt.Errorf("closing queue: %w", err))

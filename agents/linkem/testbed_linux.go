@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"os"
 	"os/exec"
+	"strconv"
 	"strings"
 	"sync/atomic"
 	"time"
@@ -16,9 +17,9 @@ import (
 )
 
 // Testbed is a pair of network namespaces joined by a veth pair, for
-// linkem's integration tests and its benchmark: A (plabt-TAG-a, interface
-// plt-TAGa, 192.0.2.1/24) sends to B (plabt-TAG-b, interface plt-TAGb,
-// 192.0.2.2/24), whose mangle PREROUTING rule queues what arrives on the
+// linkem's integration tests and its benchmark: A (plabt-P-PID-N-a,
+// interface plt-...a, 192.0.2.1/24) sends to B (plabt-P-PID-N-b, interface
+// plt-...b, 192.0.2.2/24), whose mangle PREROUTING rule queues what arrives on the
 // veth. Everything it creates carries the plabt-/plt- prefixes and goes
 // away with Close (deleting a namespace deletes its veth end and its
 // iptables rules). It never touches the root namespace.
@@ -28,6 +29,8 @@ type Testbed struct {
 	IfA, IfB string // interface names
 	AddrA    net.IP
 	AddrB    net.IP
+	Addr6A   net.IP // 2001:db8::1
+	Addr6B   net.IP // 2001:db8::2
 	Queue    uint16
 	created  []string
 	rule     []string
@@ -42,14 +45,17 @@ func NewTestbed(prefix string, queue uint16) (*Testbed, error) {
 	if len(prefix) > 3 {
 		prefix = prefix[:3]
 	}
-	tag := fmt.Sprintf("%s%x%x", prefix, os.Getpid()&0xfffff, testbedSeq.Add(1))
-	if len(tag) > 10 {
-		tag = tag[len(tag)-10:]
+	pid, seq := os.Getpid(), testbedSeq.Add(1)
+	ifTag := fmt.Sprintf("%s%x%x", prefix, pid&0xfffff, seq)
+	if len(ifTag) > 10 {
+		ifTag = ifTag[len(ifTag)-10:]
 	}
+	nsTag := fmt.Sprintf("%s-%d-%d", prefix, pid, seq)
 	tb := &Testbed{
-		Tag: tag, NSA: "plabt-" + tag + "-a", NSB: "plabt-" + tag + "-b",
-		IfA: "plt-" + tag + "a", IfB: "plt-" + tag + "b",
+		Tag: nsTag, NSA: "plabt-" + nsTag + "-a", NSB: "plabt-" + nsTag + "-b",
+		IfA: "plt-" + ifTag + "a", IfB: "plt-" + ifTag + "b",
 		AddrA: net.IPv4(192, 0, 2, 1).To4(), AddrB: net.IPv4(192, 0, 2, 2).To4(), Queue: queue,
+		Addr6A: net.ParseIP("2001:db8::1"), Addr6B: net.ParseIP("2001:db8::2"),
 	}
 	steps := [][]string{
 		{"ip", "netns", "add", tb.NSA},
@@ -59,6 +65,8 @@ func NewTestbed(prefix string, queue uint16) (*Testbed, error) {
 		{"ip", "-n", tb.NSB, "addr", "add", "192.0.2.2/24", "dev", tb.IfB},
 		{"ip", "-n", tb.NSA, "link", "set", tb.IfA, "up"},
 		{"ip", "-n", tb.NSB, "link", "set", tb.IfB, "up"},
+		{"ip", "-n", tb.NSA, "addr", "add", "2001:db8::1/64", "dev", tb.IfA, "nodad"},
+		{"ip", "-n", tb.NSB, "addr", "add", "2001:db8::2/64", "dev", tb.IfB, "nodad"},
 		{"ip", "-n", tb.NSA, "link", "set", "lo", "up"},
 		{"ip", "-n", tb.NSB, "link", "set", "lo", "up"},
 	}
@@ -82,6 +90,8 @@ func NewTestbed(prefix string, queue uint16) (*Testbed, error) {
 	for _, s := range [][]string{
 		{"ip", "-n", tb.NSA, "neigh", "replace", "192.0.2.2", "lladdr", macB, "dev", tb.IfA, "nud", "permanent"},
 		{"ip", "-n", tb.NSB, "neigh", "replace", "192.0.2.1", "lladdr", macA, "dev", tb.IfB, "nud", "permanent"},
+		{"ip", "-n", tb.NSA, "neigh", "replace", "2001:db8::2", "lladdr", macB, "dev", tb.IfA, "nud", "permanent"},
+		{"ip", "-n", tb.NSB, "neigh", "replace", "2001:db8::1", "lladdr", macA, "dev", tb.IfB, "nud", "permanent"},
 	} {
 		if err := runCmd(s...); err != nil {
 			tb.Close()
@@ -114,6 +124,13 @@ func runCmd(args ...string) error {
 	return nil
 }
 
+// SetMTU sets the MTU of both veth ends.
+func (tb *Testbed) SetMTU(mtu int) error {
+	return errors.Join(
+		runCmd("ip", "-n", tb.NSA, "link", "set", tb.IfA, "mtu", fmt.Sprint(mtu)),
+		runCmd("ip", "-n", tb.NSB, "link", "set", tb.IfB, "mtu", fmt.Sprint(mtu)))
+}
+
 // NSPath is the path of a namespace of the bed, for InNetNS and --netns.
 func (tb *Testbed) NSPath(name string) string { return "/run/netns/" + name }
 
@@ -133,6 +150,11 @@ func (tb *Testbed) InstallQueueRule() error {
 	}
 	tb.rule = tb.QueueRule()
 	return nil
+}
+
+// InstallQueueRule6 adds the same rule for IPv6 with ip6tables.
+func (tb *Testbed) InstallQueueRule6() error {
+	return runCmd(append([]string{"ip", "netns", "exec", tb.NSB, "ip6tables", "-w", "5", "-t", "mangle", "-A"}, tb.QueueRule()...)...)
 }
 
 // RemoveQueueRule deletes the NFQUEUE rule from B.
@@ -162,7 +184,7 @@ func (tb *Testbed) ListenUDP(ns string, addr *net.UDPAddr) (*net.UDPConn, error)
 	var c *net.UDPConn
 	err := InNetNS(tb.NSPath(ns), func() error {
 		var err error
-		c, err = net.ListenUDP("udp4", addr)
+		c, err = net.ListenUDP("udp", addr)
 		return err
 	})
 	return c, err
@@ -185,6 +207,30 @@ func (tb *Testbed) HTTPClient(ns string) *http.Client {
 		DisableKeepAlives: true,
 	}
 	return &http.Client{Transport: tr, Timeout: 10 * time.Second}
+}
+
+// RemoveStaleTestbeds deletes the namespaces of test beds whose process
+// is gone (one killed before its cleanup ran): plabt-PREFIX-PID-SEQ-a/b
+// with PID not running. Namespaces of live processes are left alone.
+func RemoveStaleTestbeds() {
+	entries, err := os.ReadDir("/run/netns")
+	if err != nil {
+		return
+	}
+	for _, e := range entries {
+		f := strings.Split(e.Name(), "-")
+		if len(f) != 5 || f[0] != "plabt" || (f[4] != "a" && f[4] != "b") {
+			continue
+		}
+		pid, err := strconv.Atoi(f[2])
+		if err != nil || pid <= 0 {
+			continue
+		}
+		if err := unix.Kill(pid, 0); err == nil || err == unix.EPERM {
+			continue // alive
+		}
+		_ = runCmd("ip", "netns", "del", e.Name())
+	}
 }
 
 // NFQueueUsable tells why root integration tests and the benchmark cannot

@@ -34,12 +34,17 @@ const benchUsage = `Usage: protolab-linkem bench [flags]
 
 Measures, in two throw-away network namespaces (plabt-*) joined by a veth
 pair (plt-*), what linkem costs with no impairment configured:
-  - the one-way delay it adds to UDP datagrams sent at a moderate paced
-    rate (p50, p99), against the same path without the NFQUEUE rule;
-  - the packets per second it forwards when offered more than it can take,
-    at each payload size (default 64 and 1500 bytes).
+  - the one-way delay it adds to 64-byte UDP datagrams sent at a moderate
+    paced rate (p50, p99), against the same path without the NFQUEUE rule,
+    and linkem's own read-to-verdict time from its histogram;
+  - the packets per second it forwards when one CPU sends as fast as it
+    can, at each UDP payload size (default 64 and 1500 bytes; the veth MTU
+    is raised so that no size is fragmented), counted at B's veth without
+    linkem and by linkem's passed counter with it; plus linkem's CPU use
+    and CPU time per packet.
 linkem runs as a child process pinned with taskset to one CPU with
-GOMAXPROCS=1; the load generator is pinned to another. Needs root.
+GOMAXPROCS=1; the sender and receiver are pinned to another. Needs root.
+Everything it creates is removed when it ends (also on SIGINT/SIGTERM).
 
 Flags:
 `
@@ -63,7 +68,12 @@ type BenchResult struct {
 	Latency    map[string]LatRes `json:"latency"` // "without", "with"
 	AddedP50us float64           `json:"added_p50_us"`
 	AddedP99us float64           `json:"added_p99_us"`
-	Throughput []TputRes         `json:"throughput"`
+	// InternalP50us and InternalP99us estimate, from linkem's
+	// protolab_linkem_added_delay_seconds histogram, the time from reading
+	// a packet to its verdict during the latency run with linkem.
+	InternalP50us float64   `json:"internal_p50_us"`
+	InternalP99us float64   `json:"internal_p99_us"`
+	Throughput    []TputRes `json:"throughput"`
 }
 
 // LatRes is a paced one-way latency run.
@@ -84,6 +94,13 @@ type TputRes struct {
 	OfferedPPS     float64 `json:"offered_pps_with_linkem"`
 	KernelQFull    float64 `json:"kernel_queue_full_drops"`
 	KernelSockFull float64 `json:"kernel_socket_full_drops"`
+	// LinkemCPU is the share of one CPU linkem used during the run,
+	// LinkemSysShare the part of that spent in the kernel, CPUPerPacketUS
+	// linkem's CPU time per forwarded packet (1e6/CPUPerPacketUS is what
+	// it would forward with a whole CPU to itself).
+	LinkemCPU      float64 `json:"linkem_cpu_share"`
+	LinkemSysShare float64 `json:"linkem_kernel_share"`
+	CPUPerPacketUS float64 `json:"linkem_cpu_us_per_packet"`
 }
 
 func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) int {
@@ -161,12 +178,16 @@ func printBench(w io.Writer, o benchOpts, r *BenchResult) {
 		fmt.Fprintf(w, "  %-16s %8.1fus %8.1fus %8.1fus %6d\n", k+" linkem", l.P50us, l.P99us, l.Maxus, l.Lost)
 	}
 	fmt.Fprintf(w, "  %-16s %8.1fus %8.1fus\n", "added by linkem", r.AddedP50us, r.AddedP99us)
-	fmt.Fprintf(w, "\nthroughput, offered as fast as the sender goes (%s measured per run):\n", o.duration)
-	fmt.Fprintf(w, "  %-8s %16s %16s %16s %s\n", "payload", "without linkem", "with linkem", "offered", "kernel drops queue_full/socket_full")
+	fmt.Fprintf(w, "  %-16s %8.1fus %8.1fus   (read to verdict inside linkem, from its histogram)\n", "inside linkem", r.InternalP50us, r.InternalP99us)
+	fmt.Fprintf(w, "\nthroughput, offered as fast as one sender CPU goes (%s measured per run);\n", o.duration)
+	fmt.Fprintf(w, "packets/s through B's veth without linkem, forwarded by linkem with it:\n")
+	fmt.Fprintf(w, "  %-8s %16s %16s %16s %22s %s\n", "payload", "without linkem", "with linkem", "offered (with)",
+		"linkem CPU (kernel)", "CPU/pkt   kernel drops queue_full/socket_full")
 	for _, t := range r.Throughput {
-		fmt.Fprintf(w, "  %-8s %10.0f pkt/s %10.0f pkt/s %10.0f pkt/s %.0f/%.0f\n", fmt.Sprintf("%dB", t.Payload),
-			t.WithoutPPS, t.WithPPS, t.OfferedPPS, t.KernelQFull, t.KernelSockFull)
+		fmt.Fprintf(w, "  %-8s %10.0f pkt/s %10.0f pkt/s %10.0f pkt/s %14.0f%% (%3.0f%%) %6.2fus   %.0f/%.0f\n", fmt.Sprintf("%dB", t.Payload),
+			t.WithoutPPS, t.WithPPS, t.OfferedPPS, 100*t.LinkemCPU, 100*t.LinkemSysShare, t.CPUPerPacketUS, t.KernelQFull, t.KernelSockFull)
 	}
+	fmt.Fprintf(w, "  (payload = UDP payload; the veth MTU is raised so that no size is fragmented)\n")
 }
 
 // pinProcess pins every thread of this process (and so the threads it
@@ -218,6 +239,12 @@ func bench(ctx context.Context, o benchOpts, logw io.Writer) (*BenchResult, erro
 		return nil, err
 	}
 	defer tb.Close()
+	// Payload sizes are UDP payloads: raise the MTU so that even the
+	// largest goes as one IP packet (a 1500-byte payload is a 1528-byte
+	// packet, which a 1500 MTU would fragment into two).
+	if err := tb.SetMTU(9000); err != nil {
+		return nil, err
+	}
 	// Clean up on SIGINT/SIGTERM too.
 	ctx, stop := signalContext(ctx)
 	defer stop()
@@ -227,11 +254,27 @@ func bench(ctx context.Context, o benchOpts, logw io.Writer) (*BenchResult, erro
 		return nil, err
 	}
 	defer rx.close()
-	tx, err := newBenchSender(tb)
+	tx, err := newBenchSender(tb, 9000)
 	if err != nil {
 		return nil, err
 	}
 	defer tx.close()
+	// The throughput runs go to a socket nobody reads (datagrams pile up,
+	// then are dropped at the socket), so that the load CPU only sends:
+	// the rate is counted where the packets cross B's veth (without
+	// linkem) or leave linkem (its passed counter).
+	blackhole, err := tb.ListenUDP(tb.NSB, &net.UDPAddr{IP: tb.AddrB, Port: 9001})
+	if err != nil {
+		return nil, err
+	}
+	defer blackhole.Close()
+	_ = blackhole.SetReadBuffer(256 << 10)
+	blast, err := newBenchSender(tb, 9001)
+	if err != nil {
+		return nil, err
+	}
+	defer blast.close()
+	vethRx := func() float64 { return vethRxPackets(tb) }
 
 	tputWithout := map[int]float64{}
 	logf := func(format string, args ...any) { fmt.Fprintf(logw, "bench: "+format+"\n", args...) }
@@ -242,7 +285,7 @@ func bench(ctx context.Context, o benchOpts, logw io.Writer) (*BenchResult, erro
 	}
 	for _, size := range o.sizes {
 		logf("throughput without linkem, %d bytes", size)
-		r, _, err := throughputRun(ctx, tx, rx, size, o)
+		r, _, err := throughputRun(ctx, blast, vethRx, size, o)
 		if err != nil {
 			return nil, err
 		}
@@ -262,18 +305,25 @@ func bench(ctx context.Context, o benchOpts, logw io.Writer) (*BenchResult, erro
 	if res.Latency["with"], err = latencyRun(ctx, tx, rx, o); err != nil {
 		return nil, err
 	}
+	res.InternalP50us, res.InternalP99us = child.internalDelay()
 	res.AddedP50us = res.Latency["with"].P50us - res.Latency["without"].P50us
 	res.AddedP99us = res.Latency["with"].P99us - res.Latency["without"].P99us
 	for _, size := range o.sizes {
 		logf("throughput with linkem, %d bytes", size)
 		q0, s0 := child.kernelDrops()
-		r, offered, err := throughputRun(ctx, tx, rx, size, o)
+		u0, k0 := child.cpu()
+		r, offered, err := throughputRun(ctx, blast, child.passed, size, o)
 		if err != nil {
 			return nil, err
 		}
+		u1, k1 := child.cpu()
 		q1, s1 := child.kernelDrops()
+		total := o.warmup + o.duration
+		cpu := (u1 - u0 + k1 - k0).Seconds()
 		res.Throughput = append(res.Throughput, TputRes{Payload: size, WithoutPPS: tputWithout[size], WithPPS: r,
-			OfferedPPS: offered, KernelQFull: q1 - q0, KernelSockFull: s1 - s0})
+			OfferedPPS: offered, KernelQFull: q1 - q0, KernelSockFull: s1 - s0,
+			LinkemCPU: cpu / total.Seconds(), LinkemSysShare: (k1 - k0).Seconds() / math.Max(cpu, 1e-9),
+			CPUPerPacketUS: 1e6 * cpu / math.Max(r*total.Seconds(), 1)})
 	}
 	if err := child.stop(); err != nil {
 		return nil, err
@@ -367,11 +417,11 @@ type benchSender struct {
 	pc   *ipv4.PacketConn
 }
 
-func newBenchSender(tb *linkem.Testbed) (*benchSender, error) {
+func newBenchSender(tb *linkem.Testbed, port int) (*benchSender, error) {
 	var c *net.UDPConn
 	err := linkem.InNetNS(tb.NSPath(tb.NSA), func() error {
 		var err error
-		c, err = net.DialUDP("udp4", nil, &net.UDPAddr{IP: tb.AddrB, Port: 9000})
+		c, err = net.DialUDP("udp4", nil, &net.UDPAddr{IP: tb.AddrB, Port: port})
 		return err
 	})
 	if err != nil {
@@ -431,9 +481,9 @@ func latencyRun(ctx context.Context, tx *benchSender, rx *benchReceiver, o bench
 }
 
 // throughputRun blasts size-byte datagrams with sendmmsg for
-// warmup+duration and returns the delivered and the offered rates over
-// the measured part.
-func throughputRun(ctx context.Context, tx *benchSender, rx *benchReceiver, size int, o benchOpts) (float64, float64, error) {
+// warmup+duration and returns the rate at which count grows and the rate
+// at which datagrams were sent, over the measured part.
+func throughputRun(ctx context.Context, tx *benchSender, count func() float64, size int, o benchOpts) (float64, float64, error) {
 	const batch = 64
 	msgs := make([]ipv4.Message, batch)
 	for i := range msgs {
@@ -457,15 +507,37 @@ func throughputRun(ctx context.Context, tx *benchSender, rx *benchReceiver, size
 		errc <- nil
 	}()
 	time.Sleep(o.warmup)
-	c0, s0, t0 := rx.count.Load(), sent.Load(), time.Now()
+	c0, s0, t0 := count(), sent.Load(), time.Now()
 	time.Sleep(o.duration)
-	c1, s1, t1 := rx.count.Load(), sent.Load(), time.Now()
+	c1, s1, t1 := count(), sent.Load(), time.Now()
 	if err := <-errc; err != nil {
 		return 0, 0, fmt.Errorf("sending: %w", err)
 	}
 	time.Sleep(300 * time.Millisecond) // let queues drain before the next run
 	secs := t1.Sub(t0).Seconds()
-	return float64(c1-c0) / secs, float64(s1-s0) / secs, ctx.Err()
+	return (c1 - c0) / secs, float64(s1-s0) / secs, ctx.Err()
+}
+
+// vethRxPackets is the receive packet counter of B's veth end.
+func vethRxPackets(tb *linkem.Testbed) float64 {
+	var v float64
+	_ = linkem.InNetNS(tb.NSPath(tb.NSB), func() error {
+		b, err := os.ReadFile("/proc/thread-self/net/dev")
+		if err != nil {
+			return err
+		}
+		for _, line := range strings.Split(string(b), "\n") {
+			name, rest, ok := strings.Cut(line, ":")
+			if !ok || strings.TrimSpace(name) != tb.IfB {
+				continue
+			}
+			if f := strings.Fields(rest); len(f) > 1 {
+				v, _ = strconv.ParseFloat(f[1], 64)
+			}
+		}
+		return nil
+	})
+	return v
 }
 
 // benchChild is linkem running as a pinned child process.
@@ -519,6 +591,94 @@ func startLinkem(ctx context.Context, tb *linkem.Testbed, o benchOpts, pinned bo
 		cmd.Process.Kill()
 		return nil, ctx.Err()
 	}
+}
+
+// cpu returns the child's user and system CPU time so far.
+func (c *benchChild) cpu() (user, sys time.Duration) {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", c.cmd.Process.Pid))
+	if err != nil {
+		return 0, 0
+	}
+	s := string(b)
+	if i := strings.LastIndexByte(s, ')'); i >= 0 {
+		s = s[i+1:]
+	}
+	f := strings.Fields(s)
+	if len(f) < 13 {
+		return 0, 0
+	}
+	// Fields after the command: state is f[0]; utime and stime are the
+	// 14th and 15th fields of the line, f[11] and f[12] here, in clock
+	// ticks (USER_HZ, 100 on Linux).
+	ut, _ := strconv.ParseFloat(f[11], 64)
+	st, _ := strconv.ParseFloat(f[12], 64)
+	return time.Duration(ut * 1e7), time.Duration(st * 1e7)
+}
+
+// internalDelay estimates the p50 and p99 of the child's
+// protolab_linkem_added_delay_seconds histogram, in microseconds, by
+// linear interpolation within buckets.
+func (c *benchChild) internalDelay() (p50, p99 float64) {
+	resp, err := c.client.Get("http://" + c.addr + "/metrics")
+	if err != nil {
+		return math.NaN(), math.NaN()
+	}
+	defer resp.Body.Close()
+	type bucket struct{ le, n float64 }
+	var bs []bucket
+	sc := bufio.NewScanner(resp.Body)
+	for sc.Scan() {
+		line := sc.Text()
+		if !strings.HasPrefix(line, "protolab_linkem_added_delay_seconds_bucket{") {
+			continue
+		}
+		i := strings.Index(line, `le="`)
+		j := strings.Index(line[i+4:], `"`)
+		le, err1 := strconv.ParseFloat(line[i+4:i+4+j], 64)
+		f := strings.Fields(line)
+		n, err2 := strconv.ParseFloat(f[len(f)-1], 64)
+		if err1 == nil && err2 == nil {
+			bs = append(bs, bucket{le, n})
+		}
+	}
+	if len(bs) == 0 || bs[len(bs)-1].n == 0 {
+		return math.NaN(), math.NaN()
+	}
+	total := bs[len(bs)-1].n
+	q := func(p float64) float64 {
+		target := p * total
+		prevLe, prevN := 0.0, 0.0
+		for _, b := range bs {
+			if b.n >= target {
+				if math.IsInf(b.le, 1) {
+					return prevLe * 1e6
+				}
+				return 1e6 * (prevLe + (b.le-prevLe)*(target-prevN)/math.Max(b.n-prevN, 1))
+			}
+			prevLe, prevN = b.le, b.n
+		}
+		return prevLe * 1e6
+	}
+	return q(0.5), q(0.99)
+}
+
+// passed scrapes the child's count of forwarded packets.
+func (c *benchChild) passed() float64 {
+	resp, err := c.client.Get("http://" + c.addr + "/metrics")
+	if err != nil {
+		return math.NaN()
+	}
+	defer resp.Body.Close()
+	sc := bufio.NewScanner(resp.Body)
+	for sc.Scan() {
+		line := sc.Text()
+		if strings.HasPrefix(line, "protolab_linkem_packets_total{") && strings.Contains(line, `action="passed"`) {
+			f := strings.Fields(line)
+			v, _ := strconv.ParseFloat(f[len(f)-1], 64)
+			return v
+		}
+	}
+	return math.NaN()
 }
 
 // kernelDrops scrapes the child's kernel drop counters.

@@ -13,6 +13,7 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/binary"
+	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
@@ -185,8 +186,9 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	defer stopSrv()
 	srvErr := make(chan error, 1)
 	go func() { srvErr <- metrics.Serve(srvCtx, ln, linkem.NewHandler(lk.Emulator, reg, logger), logger) }()
+	cfgJSON, _ := json.Marshal(cfg)
 	logger.Info("started", "version", version, "queue", *queue, "name", *name, "seed", *seed,
-		"netns", *netns, "config", fmt.Sprintf("%+v", cfg))
+		"netns", *netns, "config", string(cfgJSON))
 	fmt.Fprintf(stdout, "listening on %s\n", ln.Addr())
 	if f, ok := stdout.(*os.File); ok {
 		_ = f.Sync()
