@@ -70,19 +70,26 @@ def content_hash(name: str) -> str:
     return h.hexdigest()[:16]
 
 
+BINARIES = ("protolab-agent", "protolab-linkem")  # static; the node image and the host (linkem) use them
+
+
 def build_agent() -> Path:
-    out = IMAGES / "node" / "bin" / "protolab-agent"
-    out.parent.mkdir(parents=True, exist_ok=True)
+    """Build the Go programs into images/node/bin (the image's build context)."""
+    out = IMAGES / "node" / "bin"
+    out.mkdir(parents=True, exist_ok=True)
     rev = git_commit()["commit"][:12]
     env = "CGO_ENABLED=0 GOTOOLCHAIN=local"
-    run(["sh", "-c", f'cd {AGENTS} && {env} go build -trimpath -ldflags "-s -w -X main.revision={rev}" '
-         f"-o {out} ./cmd/protolab-agent"], timeout=600)  # fmt: skip
+    for name in BINARIES:
+        run(["sh", "-c", f'cd {AGENTS} && {env} go build -trimpath -ldflags "-s -w -X main.revision={rev}" '
+             f"-o {out / name} ./cmd/{name}"], timeout=600)  # fmt: skip
     return out
 
 
 def build(name: str, force: bool = False) -> bool:
     """Build images/<name> unless its content hash is current; return whether it built."""
     ref, want = NAMES[name], content_hash(name)
+    if name == "node" and not all((IMAGES / "node" / "bin" / b).exists() for b in BINARIES):
+        build_agent()  # a fresh checkout next to a current image still needs the host's binaries
     if not force and image_label(ref, HASH_LABEL) == want:
         return False
     ensure_base()

@@ -6,9 +6,9 @@ An impairment belongs to one direction of one link (`from` -> `to`), applied at 
 - `netem`: HTB for the rate with tc netem as its leaf for delay, jitter, loss (random or
   Gilbert-Elliott), duplication, reordering, corruption and the queue limit. Needs sch_netem.
 - `fallback`, for kernels without sch_netem: HTB for the rate, iptables `statistic` for random loss at
-  the receiving end (never in the sender's own output path, where a drop is an error, not loss). The
-  rest (delay, jitter, Gilbert-Elliott, duplication, reordering, corruption) needs the userspace link
-  emulator; until a spec asks for it, nothing is started.
+  the receiving end (never in the sender's own output path, where a drop is an error, not loss), and
+  the userspace link emulator (protolab-linkem on NFQUEUE, where the packets arrive) for delay, jitter,
+  Gilbert-Elliott loss, duplication, reordering and corruption.
 
 `probe()` says which backends this machine has and why not; `choose()` picks one ('auto' prefers netem).
 netem's queue limit is sized from rate x (delay + jitter) so the 1000-packet default never drops silently.
@@ -17,10 +17,14 @@ netem's queue limit is sized from rate x (delay + jitter) so the 1000-packet def
 from __future__ import annotations
 
 import math
+import os
+import subprocess
 import zlib
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Annotated, Literal
 
+import requests
 from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, WithJsonSchema, model_validator
 
 from . import naming
@@ -223,8 +227,92 @@ class Backend:
             run(dev.cmd("tc", "qdisc", "add", "dev", dev.intf, *parent, "pfifo", "limit", str(imp.queue_limit())))
 
 
+LINKEM = Path(__file__).resolve().parent.parent / "images" / "node" / "bin" / "protolab-linkem"
+
+
+class Linkem:
+    """One protolab-linkem process emulating one direction where its packets arrive (an NFQUEUE rule)."""
+
+    _running: dict[Endpoint, Linkem] = {}
+    _next_queue = 100
+
+    def __init__(self, receiver: Endpoint, name: str, imp: Impairment) -> None:
+        if not LINKEM.exists():
+            raise RuntimeError(f"{LINKEM} is missing: run `make images` (it builds the userspace link emulator)")
+        self.receiver, self.name = receiver, name
+        Linkem._next_queue += 1
+        self.queue = Linkem._next_queue
+        args = [str(LINKEM), "--queue", str(self.queue), "--name", name, "--log-level", "warn"]
+        if receiver.pid:  # else it works in the root namespace, where it runs
+            args += ["--netns", f"/proc/{receiver.pid}/ns/net"]
+        for k, v in self.config(imp).items():
+            args += [f"--{k}", v]
+        env = {**os.environ, naming.PROCESS_ENV: f"linkem-{name}"}
+        self.proc = subprocess.Popen(args, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
+        line = self.proc.stdout.readline() if self.proc.stdout else ""
+        if not line.startswith("listening on "):
+            err = self.proc.stderr.read() if self.proc.stderr else ""
+            self.proc.kill()
+            raise RuntimeError(f"protolab-linkem for {name} did not start: {(line + err).strip()[:400]}")
+        self.url = "http://" + line.split()[-1]
+        match = ["-m", "physdev", "--physdev-in", receiver.intf] if receiver.pid is None else ["-i", receiver.intf]
+        self.rule = ["PREROUTING", *match, "-m", "comment", "--comment", naming.IMPAIR_COMMENT, "-j", "NFQUEUE",
+                     "--queue-num", str(self.queue), "--queue-bypass"]  # fmt: skip
+        run(receiver.cmd("iptables", "-w", "-t", "mangle", "-A", *self.rule))
+        Linkem._running[receiver] = self
+
+    @staticmethod
+    def config(imp: Impairment) -> dict[str, str]:
+        """The emulator's configuration (flag names; its JSON /config takes the same strings)."""
+        c: dict[str, str] = {}
+        if imp.delay:
+            c["delay"] = f"{imp.delay * 1e6:.0f}us"
+            if imp.jitter:
+                c["jitter"], c["distribution"] = f"{imp.jitter * 1e6:.0f}us", imp.distribution
+        if imp.loss:
+            c["loss"] = f"{imp.loss * 100:.6g}"
+        if imp.loss_model:
+            g = imp.loss_model
+            c["loss-ge"] = ",".join(f"{x * 100:.6g}" for x in (g.p, g.r, g.loss_bad, g.loss_good))
+        for key in ("duplicate", "reorder", "corrupt"):
+            if getattr(imp, key):
+                c[key] = f"{getattr(imp, key) * 100:.6g}"
+        if imp.ber:
+            c["ber"] = f"{imp.ber:g}"
+        c["limit"] = str(min(imp.queue_limit(), 100000))
+        return c
+
+    def put(self, imp: Impairment) -> None:
+        body: dict[str, str | int] = dict(self.config(imp))
+        body["limit"] = int(body["limit"])  # the one integer field of the emulator's JSON
+        r = requests.put(self.url + "/config", json=body, timeout=5)
+        if r.status_code != 200:
+            raise RuntimeError(f"protolab-linkem {self.name}: /config refused: {r.text[:300]}")
+
+    def stop(self) -> None:
+        run(self.receiver.cmd("iptables", "-w", "-t", "mangle", "-D", *self.rule), check=False)
+        self.proc.terminate()
+        try:
+            self.proc.wait(timeout=5)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+        Linkem._running.pop(self.receiver, None)
+
+    @classmethod
+    def at(cls, receiver: Endpoint) -> Linkem | None:
+        return cls._running.get(receiver)
+
+    @classmethod
+    def stop_all(cls) -> None:
+        for lk in list(cls._running.values()):
+            lk.stop()
+
+
 def clear(sender: Endpoint, receiver: Endpoint) -> None:
-    """Remove what any backend installed for one direction: qdiscs, the ingress IFB, loss rules."""
+    """Remove what any backend installed for one direction: qdiscs, the ingress IFB, loss rules, emulator."""
+    lk = Linkem.at(receiver)
+    if lk:
+        lk.stop()
     run(sender.cmd("tc", "qdisc", "del", "dev", sender.intf, "root"), check=False)
     run(receiver.cmd("tc", "qdisc", "del", "dev", receiver.intf, "ingress"), check=False)
     run(receiver.cmd("ip", "link", "del", ifb_for(receiver).intf), check=False)
@@ -268,7 +356,8 @@ class NetemBackend(Backend):
 
 
 class FallbackBackend(Backend):
-    """Kernel parts that exist everywhere: HTB for rate, iptables statistic for random loss."""
+    """Kernel parts that exist everywhere (HTB for rate, iptables statistic for random loss), and the
+    userspace link emulator (protolab-linkem on NFQUEUE, where the packets arrive) for the rest."""
 
     name = "fallback"
     USERSPACE = ("delay", "jitter", "loss_model", "duplicate", "reorder", "corrupt", "ber")
@@ -279,21 +368,25 @@ class FallbackBackend(Backend):
                 run(tool)
             except CommandError as exc:
                 return False, str(exc)
-        return True, "HTB + iptables statistic"
+        return True, "HTB + iptables statistic + protolab-linkem (NFQUEUE)"
 
-    def unsupported(self, imp: Impairment) -> list[str]:
+    def userspace(self, imp: Impairment) -> list[str]:
         return [f for f in self.USERSPACE if getattr(imp, f) not in (None, 0)]
 
     def apply(self, sender: Endpoint, receiver: Endpoint, imp: Impairment, at: str = "sender") -> list[str]:
-        missing = self.unsupported(imp)
-        if missing:
-            raise RuntimeError(
-                f"the fallback backend cannot apply {', '.join(missing)} yet (it needs the userspace link "
-                f"emulator); this kernel has no sch_netem for the netem backend"
-            )
         dev = sender if at == "sender" else ingress_device(receiver)
         self.shape(dev, imp)
         done = [f"{dev.intf}: htb {format_rate(imp.rate)}"] if imp.rate else []
+        if self.userspace(imp):
+            if imp.duplicate and receiver.pid is None:
+                raise RuntimeError(
+                    f"duplication into a switch port ({receiver.intf}) is not supported by the fallback: its copies "
+                    "are injected where packets are delivered; impair the switch-to-host direction instead"
+                )
+            lk = Linkem(receiver, f"{sender.intf}>{receiver.intf}", imp)
+            done.append(f"{receiver.intf}: protolab-linkem queue {lk.queue} " + " ".join(
+                f"--{k} {v}" for k, v in Linkem.config(imp).items()))  # fmt: skip
+            return done
         if imp.loss:
             run(receiver.cmd("iptables", "-w", "-t", "mangle", "-A", *self._loss_rule(receiver, imp.loss)))
             done.append(f"{receiver.intf}: iptables statistic drop {imp.loss:.4%}")
@@ -307,9 +400,13 @@ class FallbackBackend(Backend):
                 "-m", "comment", "--comment", naming.IMPAIR_COMMENT, "-j", "DROP"]  # fmt: skip
 
     def change(self, sender: Endpoint, receiver: Endpoint, old: Impairment, new: Impairment, at: str) -> bool:
-        """A change of random loss only: the new rule goes in first, then the old one goes (one step)."""
+        """One quick step: the emulator's /config when it runs and keeps running, or a swap of loss rules."""
         changed = {k for k in Impairment.model_fields if getattr(old, k) != getattr(new, k)}
-        if changed != {"loss"} or self.unsupported(new):
+        lk = Linkem.at(receiver)
+        if lk and "rate" not in changed and self.userspace(new):
+            lk.put(new)
+            return True
+        if changed != {"loss"} or self.userspace(new) or self.userspace(old):
             return False
         if new.loss:
             run(receiver.cmd("iptables", "-w", "-t", "mangle", "-I", *self._loss_rule(receiver, new.loss)))

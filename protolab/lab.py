@@ -246,6 +246,7 @@ class Lab:
         for sw in self.topology.switches:
             run(["ip", "link", "del", naming.bridge_name(sw.name) + "-ifb"], check=False)
             run(["ip", "link", "del", naming.bridge_name(sw.name)], check=False)
+        impair.Linkem.stop_all()
         for ends in self.link_ends.values():  # IFBs taking a bridge port's ingress, in the root namespace
             for ep in ends:
                 if ep.pid is None:

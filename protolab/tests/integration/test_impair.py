@@ -72,18 +72,25 @@ def test_impairment_at_the_receiver_goes_through_an_ifb(name, no_leftovers):
     assert not any(n.startswith("plab-i") for n in cleanup.lab_links())
 
 
-def test_netem_delay():
-    backend = _backend("netem")
-    with _lab(backend, {"link": ["h1", "s1"], "direction": "forward", "delay": "20ms"}) as lab:
-        _, out, _ = lab.exec("h1", ["ping", "-c", "5", "-i", "0.2", "10.0.1.2"])
-        avg = float(out.split("=")[-1].split("/")[1])
-        assert 19.5 < avg < 22, out
+def _rtt_ms(lab: Lab, count: int = 10) -> float:
+    _, out, _ = lab.exec("h1", ["ping", "-c", str(count), "-i", "0.1", "10.0.1.2"])
+    return float(out.split("=")[-1].split("/")[1])
 
 
-def test_fallback_refuses_what_needs_the_userspace_emulator(no_leftovers):
-    backend = _backend("fallback")
-    lab = _lab(backend, {"link": ["h1", "s1"], "delay": "20ms"})
-    with pytest.raises(RuntimeError, match="cannot apply delay"), lab:
+@pytest.mark.parametrize("name", ["netem", "fallback"])
+@pytest.mark.parametrize("link", [["h1", "s1"], ["s1", "h2"]], ids=["into-switch", "into-host"])
+def test_delay_and_its_step_change(name, link, no_leftovers):
+    with _lab(_backend(name), {"link": link, "direction": "forward", "delay": "20ms"}) as lab:
+        assert 19.5 < _rtt_ms(lab) < 22.5
+        lab.set_impairment(tuple(link), "forward", impair.Impairment(delay="50ms"))
+        assert 49.5 < _rtt_ms(lab) < 52.5
+        lab.reset_impairments()
+        assert 19.5 < _rtt_ms(lab) < 22.5
+
+
+def test_fallback_duplication_into_a_switch_port_is_refused_clearly(no_leftovers):
+    lab = _lab(_backend("fallback"), {"link": ["h1", "s1"], "direction": "forward", "duplicate": "1%"})
+    with pytest.raises(RuntimeError, match="duplication into a switch port"), lab:
         pass
 
 
