@@ -16,6 +16,7 @@ netem's queue limit is sized from rate x (delay + jitter) so the 1000-packet def
 
 from __future__ import annotations
 
+import itertools
 import math
 import os
 import subprocess
@@ -234,14 +235,13 @@ class Linkem:
     """One protolab-linkem process emulating one direction where its packets arrive (an NFQUEUE rule)."""
 
     _running: dict[Endpoint, Linkem] = {}
-    _next_queue = 100
+    _queues = itertools.count(101)  # NFQUEUE numbers; next() is atomic under the GIL
 
     def __init__(self, receiver: Endpoint, name: str, imp: Impairment) -> None:
         if not LINKEM.exists():
             raise RuntimeError(f"{LINKEM} is missing: run `make images` (it builds the userspace link emulator)")
         self.receiver, self.name = receiver, name
-        Linkem._next_queue += 1
-        self.queue = Linkem._next_queue
+        self.queue = next(Linkem._queues)
         args = [str(LINKEM), "--queue", str(self.queue), "--name", name, "--log-level", "warn"]
         if receiver.pid:  # else it works in the root namespace, where it runs
             args += ["--netns", f"/proc/{receiver.pid}/ns/net"]

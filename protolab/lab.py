@@ -360,8 +360,11 @@ class Lab:
                 base = wanted.get(d, (Impairment(), item.at))[0]
                 wanted[d] = (base.model_copy(update=given), item.at)
         self.configured = dict(wanted)
-        for (a, b), (imp, at) in wanted.items():
-            self._apply_direction(a, b, imp, at)
+        if self.backend is None:
+            self.backend, self.backend_probe = impair.choose("auto")
+        with ThreadPoolExecutor(max_workers=8) as pool:  # independent interfaces: in parallel
+            for f in [pool.submit(self._apply_direction, a, b, imp, at) for (a, b), (imp, at) in wanted.items()]:
+                f.result()
 
     def _ends(self, a: str, b: str) -> tuple[Endpoint, Endpoint]:
         """(sender, receiver) endpoints of the direction a -> b."""
