@@ -190,12 +190,18 @@ def ifb_for(ep: Endpoint) -> Endpoint:
 def ingress_device(ep: Endpoint) -> Endpoint:
     """Redirect everything arriving on ep into an IFB, whose egress is then shaped; returns the IFB."""
     ifb = ifb_for(ep)
-    run(ep.cmd("ip", "link", "add", "name", ifb.intf, "type", "ifb"))
-    run(ep.cmd("ip", "link", "set", "dev", ifb.intf, "up"))
-    run(ep.cmd("tc", "qdisc", "add", "dev", ep.intf, "handle", "ffff:", "ingress"))
-    run(ep.cmd("tc", "filter", "add", "dev", ep.intf, "parent", "ffff:", "protocol", "all", "u32", "match", "u32",
-               "0", "0", "action", "mirred", "egress", "redirect", "dev", ifb.intf))  # fmt: skip
+    redirect_ingress([ep], ifb)
     return ifb
+
+
+def redirect_ingress(ports: list[Endpoint], ifb: Endpoint) -> None:
+    """Create the IFB and redirect everything arriving on each port into it (one queue for all of them)."""
+    run(ifb.cmd("ip", "link", "add", "name", ifb.intf, "type", "ifb"))
+    run(ifb.cmd("ip", "link", "set", "dev", ifb.intf, "up"))
+    for ep in ports:
+        run(ep.cmd("tc", "qdisc", "add", "dev", ep.intf, "handle", "ffff:", "ingress"))
+        run(ep.cmd("tc", "filter", "add", "dev", ep.intf, "parent", "ffff:", "protocol", "all", "u32", "match", "u32",
+                   "0", "0", "action", "mirred", "egress", "redirect", "dev", ifb.intf))  # fmt: skip
 
 
 class Backend:

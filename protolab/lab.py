@@ -129,18 +129,10 @@ def node_classes():
             """One HTB on an IFB; every frame entering the hub from any port is redirected through it."""
             if not self.capacity_bps:
                 raise ValueError(f"hub {self.name} needs a capacity")
-            rate = f"{int(self.capacity_bps)}bit"
-            run(["ip", "link", "add", "name", self.ifb, "type", "ifb"])
-            run(["tc", "qdisc", "add", "dev", self.ifb, "root", "handle", "1:", "htb", "default", "1"])
-            run(["tc", "class", "add", "dev", self.ifb, "parent", "1:", "classid", "1:1", "htb", "rate", rate,
-                 "ceil", rate, "burst", "15k", "cburst", "15k", "quantum", "1514"])  # fmt: skip
-            run(["tc", "qdisc", "add", "dev", self.ifb, "parent", "1:1", "handle", "10:", "pfifo",
-                 "limit", str(HUB_QUEUE_PACKETS)])  # fmt: skip
-            run(["ip", "link", "set", "dev", self.ifb, "up"])
-            for port in ports:
-                run(["tc", "qdisc", "add", "dev", port, "handle", "ffff:", "ingress"])
-                run(["tc", "filter", "add", "dev", port, "parent", "ffff:", "protocol", "all", "u32",
-                     "match", "u32", "0", "0", "action", "mirred", "egress", "redirect", "dev", self.ifb])  # fmt: skip
+            medium = Endpoint(self.ifb)
+            impair.redirect_ingress([Endpoint(p) for p in ports], medium)
+            capacity = Impairment(rate=format_rate(self.capacity_bps), limit=HUB_QUEUE_PACKETS)
+            impair.Backend().shape(medium, capacity)  # HTB at the capacity, pfifo of HUB_QUEUE_PACKETS
 
         def stop(self, deleteIntfs: bool = True) -> None:  # noqa: N803
             run(["ip", "link", "del", self.ifb], check=False)
