@@ -9,6 +9,7 @@ bounds below mark the run invalid in summary.json, naming the point and the reas
 from __future__ import annotations
 
 import json
+import os
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -19,7 +20,7 @@ from .shell import run
 
 MAX_CPU_BUSY_RATIO = 0.95  # both cores nearly saturated: the workload competes with the emulation itself
 MAX_SOFTIRQ_RATIO = 0.5  # half of all CPU time in softirq: packet processing is the bottleneck
-MAX_FOREIGN_CORES = 0.5  # CPU used by neither the lab's containers nor interrupts: other load competes
+MAX_FOREIGN_CORES = 0.5  # CPU used by neither the lab (containers, engine, orchestrator) nor interrupts
 
 
 @dataclass
@@ -28,7 +29,7 @@ class Snapshot:
     softnet_dropped: int
     softnet_squeezed: int
     qdisc_drops: dict[str, int] = field(default_factory=dict)
-    lab_cpu_seconds: float = 0.0  # summed over the lab's containers (their cgroups)
+    lab_cpu_seconds: float = 0.0  # the lab's containers (their cgroups) + the engine and orchestrator serving them
     at: float = 0.0  # time.monotonic()
 
 
@@ -78,6 +79,25 @@ def qdisc_drops(devices: set[str], netns_pid: int | None = None) -> dict[str, in
     return drops
 
 
+INFRASTRUCTURE = {"dockerd", "containerd", "containerd-shim", "containerd-shim-runc-v2", "runc", "docker-proxy"}
+
+
+def infrastructure_cpu_seconds() -> float:
+    """CPU of what serves the lab from outside its containers: the container engine (docker exec, netns,
+    networking) and this orchestrator with the tc/ip/nsenter commands it ran (reaped children included)."""
+    total = 0.0
+    for p in psutil.process_iter(["name"]):
+        if p.info["name"] in INFRASTRUCTURE:
+            try:
+                t = p.cpu_times()
+                total += t.user + t.system + t.children_user + t.children_system
+            except psutil.Error:
+                continue
+    own = os.times()
+    threads = sum(t.user_time + t.system_time for t in psutil.Process().threads())  # includes this process
+    return total + threads + own.children_user + own.children_system
+
+
 def snapshot(unshaped: dict[int | None, set[str]] | None = None, lab_pids: list[int] | None = None) -> Snapshot:
     """unshaped: netns pid (None = root namespace) -> lab interfaces that have no configured shaper;
     lab_pids: one process of each lab container (its CPU is the lab's, not foreign load)."""
@@ -85,7 +105,7 @@ def snapshot(unshaped: dict[int | None, set[str]] | None = None, lab_pids: list[
     drops: dict[str, int] = {}
     for pid, devs in (unshaped or {}).items():
         drops.update(qdisc_drops(devs, pid))
-    lab = sum(cgroup_cpu_seconds(p) or 0.0 for p in lab_pids or [])
+    lab = sum(cgroup_cpu_seconds(p) or 0.0 for p in lab_pids or []) + infrastructure_cpu_seconds()
     return Snapshot(psutil.cpu_times()._asdict(), d, s, drops, lab, time.monotonic())
 
 

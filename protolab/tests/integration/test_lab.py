@@ -163,3 +163,25 @@ def test_agent_counts_the_containers_cpu_and_data_plane_only(no_leftovers):
         lab.exec("h1", ["timeout", "2", "sh", "-c", "while :; do :; done"])  # 2 s of a busy loop
         used = _metrics(lab, "h1")["protolab_cpu_seconds_total"] - c0
         assert 0.7 < used < 1.3, f"{used:.2f} CPU seconds in 2 s under a 0.5-core budget"
+
+
+def test_guard_sees_load_outside_the_lab_and_not_the_lab_itself(no_leftovers):
+    from protolab import guard
+
+    t = topo.build("switched", {"hosts": 2, "rate": "100Mbit"})
+    with Lab(t, "itest", {h.name: IMAGE for h in t.hosts}) as lab:
+        pids = [n.pid for n in lab.nodes.values()]
+        before = guard.snapshot(lab_pids=pids)
+        lab.exec("h1", ["timeout", "2", "sh", "-c", "while :; do :; done"])  # the lab's own work
+        figures, reasons = guard.assess(before, guard.snapshot(lab_pids=pids))
+        assert figures["foreign_cpu_cores"] < 0.3 and reasons == [], figures
+        hog = subprocess.Popen(["sh", "-c", "while :; do :; done"])  # someone else's (measured before reaping)
+        try:
+            before = guard.snapshot(lab_pids=pids)
+            time.sleep(2)
+            figures, reasons = guard.assess(before, guard.snapshot(lab_pids=pids))
+        finally:
+            hog.kill()
+            hog.wait()
+        assert 0.7 < figures["foreign_cpu_cores"] < 1.3, figures
+        assert any("outside the lab" in r for r in reasons)
