@@ -137,11 +137,19 @@ class Check(Strict):
         return lo, hi
 
 
+class TableReference(Strict):
+    """The seed's own numbers for a table, shown beside the measured ones (experiments/seed-tables/README.md)."""
+
+    file: str = Field(..., pattern=r"^[A-Za-z0-9_./-]+\.csv$", description="CSV, relative to experiments/")
+    citation: str = Field(..., description="where the numbers come from, e.g. 'Thesis (seed 003), Table 4-1'")
+
+
 class Table(Strict):
     name: str = Field(..., pattern=NAME_RE)
     title: str
     rows: list[str] = Field(..., min_length=1, description="axis names that index the rows")
     columns: list[str] = Field(..., min_length=1, description="tidy columns to show (mean over repetitions)")
+    reference: TableReference | None = Field(None, description="the seed's table, shown beside this one")
 
 
 class Plot(Strict):

@@ -35,6 +35,8 @@ from pydantic import ValidationError
 
 from ..spec import Plot, Table
 from .display import MISSING, Display, axis_str, parse_axis_value, quantity_name, unit_family
+from .seedtables import SeedTable, load_for_run
+from .seedtables import key as seedkey
 from .stats import clean, describe
 from .store import SUMMARY, TIDY, load_json, load_manifest, read_tidy
 
@@ -110,9 +112,10 @@ class TableData:
     stats: list[list[dict[str, Any]]]  # [combo][column] -> describe()
     displays: list[Display]
     pooled: list[str]
+    seed: SeedTable | None = None  # the seed's numbers, shown beside the measured columns they share
 
     @classmethod
-    def build(cls, spec: Table, sweep: Sweep, rows: Sequence[Row]) -> TableData:
+    def build(cls, spec: Table, sweep: Sweep, rows: Sequence[Row], seed: SeedTable | None = None) -> TableData:
         unknown = [a for a in spec.rows if a not in sweep.axes]
         if unknown:
             raise ValueError(f"rows {unknown} are not sweep axes (axes: {sweep.axes})")
@@ -121,17 +124,54 @@ class TableData:
             [describe(r.get(c) for r in _select(rows, spec.rows, combo)) for c in spec.columns] for combo in combos
         ]
         displays = [Display.for_column(c, clean(r.get(c) for r in rows)) for c in spec.columns]
-        return cls(spec, combos, stats, displays, sweep.pooled(spec.rows, rows))
+        if seed is not None:  # seed rows the run did not measure go last, with empty measured cells
+            measured = {seedkey(c) for c in combos}
+            for k, _ in seed.rows:
+                if seedkey(k) not in measured:
+                    combos.append(k)
+                    stats.append([describe([]) for _ in spec.columns])
+        return cls(spec, combos, stats, displays, sweep.pooled(spec.rows, rows), seed)
+
+    def _has_seed(self, column: str) -> bool:
+        return self.seed is not None and column in self.seed.columns
 
     @property
     def headers(self) -> list[str]:
-        return [*self.spec.rows, *(d.header(c) for c, d in zip(self.spec.columns, self.displays, strict=True))]
+        out = list(self.spec.rows)
+        for c, d in zip(self.spec.columns, self.displays, strict=True):
+            out.append(d.header(c))
+            if self._has_seed(c):
+                out.append(f"seed ({d.unit})" if d.unit else "seed")
+        return out
+
+    @property
+    def classes(self) -> list[str]:
+        """Per header: '' for row keys, 'num' for measured columns, 'num seed' for the seed's."""
+        out = [""] * len(self.spec.rows)
+        for c in self.spec.columns:
+            out += ["num", "num seed"] if self._has_seed(c) else ["num"]
+        return out
+
+    def _seed_values(self, combo: Sequence[str]) -> dict[str, float | None]:
+        return self.seed.lookup().get(seedkey(combo), {}) if self.seed is not None else {}
 
     def cells(self) -> list[list[str]]:
-        return [
-            [*combo, *(d.mean_sd(s["mean"], s["sd"], s["n"]) for s, d in zip(stats, self.displays, strict=True))]
-            for combo, stats in zip(self.combos, self.stats, strict=True)
-        ]
+        out = []
+        for combo, stats in zip(self.combos, self.stats, strict=True):
+            seed = self._seed_values(combo)
+            row = list(combo)
+            for c, s, d in zip(self.spec.columns, stats, self.displays, strict=True):
+                row.append(d.mean_sd(s["mean"], s["sd"], s["n"]))
+                if self._has_seed(c):
+                    row.append(d.number(seed.get(c)))
+            out.append(row)
+        return out
+
+    @property
+    def seed_note(self) -> str:
+        if self.seed is None:
+            return ""
+        return f"Seed columns: {self.seed.citation} (experiments/{self.seed.source}); {MISSING} = no number there."
 
     @property
     def note(self) -> str:
@@ -145,11 +185,17 @@ class TableData:
     def csv_text(self) -> str:
         buf = io.StringIO()
         w = csv.writer(buf, lineterminator="\n")
-        w.writerow([*self.spec.rows, *(f"{c}_{k}" for c in self.spec.columns for k in ("mean", "sd", "n"))])
+        header = list(self.spec.rows)
+        for c in self.spec.columns:
+            header += [f"{c}_{k}" for k in ("mean", "sd", "n")] + ([f"{c}_seed"] if self._has_seed(c) else [])
+        w.writerow(header)
         for combo, stats in zip(self.combos, self.stats, strict=True):
             cells: list[str] = list(combo)
-            for s in stats:
+            seed = self._seed_values(combo)
+            for c, s in zip(self.spec.columns, stats, strict=True):
                 cells += [_num(s["mean"]), _num(s["sd"]) if s["n"] else "", str(s["n"])]
+                if self._has_seed(c):
+                    cells.append(_num(seed.get(c)))
             w.writerow(cells)
         return buf.getvalue()
 
@@ -158,11 +204,13 @@ class TableData:
             return s.replace("|", "\\|").replace("\n", " ")
 
         headers = self.headers
-        align = ["---"] * len(self.spec.rows) + ["---:"] * len(self.spec.columns)
+        align = ["---" if not cls else "---:" for cls in self.classes]
         lines = [f"# {esc(self.spec.title)}", "", "| " + " | ".join(esc(h) for h in headers) + " |"]
         lines.append("|" + "|".join(align) + "|")
         lines += ["| " + " | ".join(esc(c) for c in row) + " |" for row in self.cells()]
         lines += ["", self.note, ""]
+        if self.seed is not None:
+            lines += [self.seed_note, ""]
         return "\n".join(lines)
 
 
@@ -555,8 +603,10 @@ def report_html(
                 "title": t.spec.title,
                 "headers": t.headers,
                 "nrows": len(t.spec.rows),
+                "classes": t.classes,
                 "rows": t.cells(),
                 "note": t.note,
+                "seed_note": t.seed_note,
             }
             for t in tables
         ],
@@ -617,7 +667,7 @@ def render_all(run_dir: Path) -> list[Path]:
     tables: list[TableData] = []
     for t in _parse_items(Table, spec.get("tables"), "tables", problems):
         try:
-            data = TableData.build(t, sweep, rows)
+            data = TableData.build(t, sweep, rows, load_for_run(run_dir, manifest, t))
         except ValueError as exc:
             problems.append(f"table {t.name}: {exc}")
             continue
