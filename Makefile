@@ -12,7 +12,7 @@ export GOTOOLCHAIN := local
 export PATH := $(PATH):/usr/local/go/bin
 export ANSIBLE_CONFIG := $(CURDIR)/ansible/ansible.cfg
 
-.PHONY: help setup venv images experiment test lint unit go-test integration bench clean up down nightly schema
+.PHONY: help setup venv images experiment test lint unit go-test integration bench clean up down nightly schema rules-test
 
 help: ## list the targets
 	@echo "protolab -- containerized protocol-performance lab"
@@ -59,7 +59,13 @@ go-test: ## Go tests of the agents module
 integration: images ## tests on a real lab (root, Docker, Mininet)
 	$(PY) -m pytest -q -m integration protolab/tests/integration
 
-test: images lint unit go-test integration ## everything: lint, unit, Go, integration (what CI runs)
+# promtool: the host's, else the monitor image's (paths are the same inside: the repo is mounted at itself)
+PROMTOOL ?= $(shell command -v promtool || echo docker run --rm --entrypoint promtool -v $(CURDIR):$(CURDIR):ro protolab/monitor:latest)
+rules-test: images ## promtool check + unit tests of the Prometheus recording rules
+	$(PROMTOOL) check rules $(CURDIR)/images/monitor/rules/*.rules.yml
+	$(PROMTOOL) test rules $(CURDIR)/images/monitor/rules/tests/*.test.yml
+
+test: images lint unit rules-test go-test integration ## everything: lint, unit, rules, Go, integration (what CI runs)
 
 bench: images ## benchmarks (figures, not gates): deploy/teardown time per node
 	$(PY) -m bench.deploy
