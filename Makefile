@@ -43,12 +43,13 @@ experiment: images ## run experiments/$(NAME).yaml with profile $(PROFILE)
 schema: venv ## regenerate experiments/schema.json from the spec models
 	$(PROTOLAB) schema
 
-lint: venv ## ruff, gofmt, go vet, schema freshness
+lint: venv ## ruff, gofmt, go vet, schema and dashboards freshness
 	$(VENV)/bin/ruff check protolab mininet-topologies
 	$(VENV)/bin/ruff format --check protolab mininet-topologies
 	@test -z "$$(cd agents && gofmt -l .)" || { echo "gofmt needed:"; cd agents && gofmt -l .; exit 1; }
 	cd agents && go vet ./...
 	$(PROTOLAB) schema --check
+	$(PROTOLAB) dashboards --check
 
 unit: venv ## fast rootless tests (Python)
 	$(PY) -m pytest -q protolab/tests/unit

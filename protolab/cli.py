@@ -7,6 +7,7 @@ protolab images [--force]                                 build the container im
 protolab up | down                                        the monitoring stack alone
 protolab clean [--check]                                  remove everything protolab created
 protolab schema [--check]                                 write (or verify) experiments/schema.json
+protolab dashboards [--check]                             write (or verify) dashboards/*.json
 """
 
 from __future__ import annotations
@@ -76,7 +77,6 @@ def cmd_up(_a: argparse.Namespace) -> int:
     from . import monitor
 
     monitor.up(docker.from_env())
-    print(f"Prometheus: {monitor.prometheus_url()}")
     return 0
 
 
@@ -118,6 +118,19 @@ def cmd_schema(a: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_dashboards(a: argparse.Namespace) -> int:
+    from . import dashboards
+
+    if a.check:
+        problems = dashboards.check()
+        for p in problems:
+            print(f"{p}: run `protolab dashboards`", file=sys.stderr)
+        return 1 if problems else 0
+    for path in dashboards.write():
+        print(path)
+    return 0
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(
         prog="protolab", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
@@ -148,6 +161,9 @@ def main(argv: list[str] | None = None) -> int:
     s = sub.add_parser("schema", help="write experiments/schema.json")
     s.add_argument("--check", action="store_true", help="fail if the committed schema is stale")
     s.set_defaults(fn=cmd_schema)
+    d = sub.add_parser("dashboards", help="write dashboards/*.json (Grafana) from protolab.dashboards")
+    d.add_argument("--check", action="store_true", help="fail if the committed dashboards are stale")
+    d.set_defaults(fn=cmd_dashboards)
     a = ap.parse_args(argv)
     logging.basicConfig(
         level=logging.DEBUG if a.verbose else logging.WARNING, format="%(levelname)s %(name)s: %(message)s"

