@@ -70,7 +70,7 @@ def content_hash(name: str) -> str:
     return h.hexdigest()[:16]
 
 
-BINARIES = ("protolab-agent", "protolab-linkem")  # static; the node image and the host (linkem) use them
+BINARIES = ("protolab-agent", "protolab-linkem", "protolab-dishost")  # static; the node image and the host (linkem) use them
 
 
 def build_agent() -> Path:

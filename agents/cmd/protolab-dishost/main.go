@@ -1,0 +1,265 @@
+// Command protolab-dishost is the simulated DIS host of protolab: `send`
+// generates DIS PDUs for N entities (each behind the thesis's 2-byte message
+// address) onto IP multicast groups, `recv` joins a share of the groups,
+// decodes what arrives and measures delay, loss, rates and CPU. See package
+// protolab/agents/dishost. At the end each prints one JSON summary line on
+// stdout.
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"math"
+	"net/netip"
+	"os"
+	"os/signal"
+	"runtime"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+
+	"protolab/agents/dis"
+	"protolab/agents/dishost"
+	"protolab/agents/metrics"
+)
+
+var (
+	version  = metrics.DefaultVersion
+	revision = metrics.DefaultRevision
+)
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
+	defer stop()
+	os.Exit(run(ctx, os.Args[1:], os.Stdout, os.Stderr))
+}
+
+const usage = `Usage: protolab-dishost send|recv [flags]
+
+  send   generate messages (2-byte message address + DIS PDU) at --rate for
+         --entities entities onto --groups multicast groups (or --dest)
+  recv   join --share of the groups, receive for --duration, report
+
+Prints one JSON summary line on stdout when --duration is over (or on
+SIGINT/SIGTERM). Metrics (protolab_dis_*) on --listen when given.
+
+Flags:
+`
+
+type common struct {
+	groups, perGroup, port int
+	base, iface, listen    string
+	duration               time.Duration
+}
+
+func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	if len(args) == 0 || (args[0] != "send" && args[0] != "recv") {
+		if len(args) > 0 && (args[0] == "-version" || args[0] == "--version") {
+			fmt.Fprintf(stdout, "protolab-dishost %s (revision %s, %s)\n", version, revision, runtime.Version())
+			return 0
+		}
+		fmt.Fprint(stderr, usage)
+		return 2
+	}
+	role := args[0]
+	fs := flag.NewFlagSet("protolab-dishost "+role, flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	var c common
+	fs.IntVar(&c.groups, "groups", 1, "multicast groups of the exercise (packet addresses 0..groups-1)")
+	fs.IntVar(&c.perGroup, "per-group", dis.MessagesPerPacketAddress, "message addresses per packet address (thesis: 32; groups x this <= 65536)")
+	fs.IntVar(&c.port, "port", dishost.DefaultPort, "UDP port")
+	fs.StringVar(&c.base, "base", dishost.DefaultBase.String(), "multicast group of packet address 0")
+	fs.StringVar(&c.iface, "iface", "", "interface for multicast (default: the routing table's)")
+	fs.StringVar(&c.listen, "listen", "", "address for /metrics (e.g. :9102); empty: none")
+	fs.DurationVar(&c.duration, "duration", 10*time.Second, "how long to send / receive")
+	// send
+	rate := fs.Float64("rate", 1000, "send: messages (= packets) per second")
+	arrival := fs.String("arrival", "constant", "send: constant | poisson")
+	entities := fs.Int("entities", 100, "send: simulated entities")
+	size := fs.Int("size", 0, fmt.Sprintf("send: UDP payload bytes, %d..%d (0: the PDU's own size)", dishost.MinSize, dishost.MaxSize))
+	mix := fs.String("mix", "", "send: PDU mix, e.g. entity_state=92,fire=3,detonation=3,collision=2 (the default)")
+	dest := fs.String("dest", "", "send: unicast destination instead of the groups (e.g. 127.0.0.1)")
+	site := fs.Uint("site", 1, "send: DIS site number")
+	app := fs.Uint("app", 1, "send: DIS application number")
+	seed := fs.Int64("seed", 1, "send: random seed (mix, Poisson arrivals)")
+	ttl := fs.Int("ttl", 1, "send: multicast TTL")
+	// recv
+	share := fs.Float64("share", 1, "recv: share of the groups to join, 0..1 (groups 0..round(share x groups)-1)")
+	local := fs.Bool("local", false, "recv: join nothing, take unicast datagrams (loopback tests)")
+	work := fs.Bool("work", false, "recv: run the thesis's busy work loop (calibrated before joining) to measure the CPU networking takes")
+	calibrate := fs.Duration("calibrate", 2*time.Second, "recv: work loop calibration time before joining")
+	cgroupRoot := fs.String("cgroup-root", metrics.DefaultCgroupRoot, "recv: cgroup filesystem of this container")
+	if err := fs.Parse(args[1:]); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			fmt.Fprint(stderr, usage)
+			fs.PrintDefaults()
+			return 0
+		}
+		return 2
+	}
+	bad := func(format string, a ...any) int {
+		fmt.Fprintf(stderr, "protolab-dishost %s: "+format+"\n", append([]any{role}, a...)...)
+		return 2
+	}
+	if fs.NArg() > 0 {
+		return bad("unexpected arguments: %s", strings.Join(fs.Args(), " "))
+	}
+	base, err := netip.ParseAddr(c.base)
+	if err != nil {
+		return bad("--base %q: %v", c.base, err)
+	}
+	plan := dishost.Plan{Groups: c.groups, PerGroup: c.perGroup, Base: base}
+	if err := plan.Validate(); err != nil {
+		return bad("%v", err)
+	}
+	if c.duration <= 0 {
+		return bad("--duration must be > 0")
+	}
+	logger := slog.New(slog.NewTextHandler(stderr, nil))
+	set, err := metrics.New(metrics.Config{Version: version, Revision: revision}, "build_info")
+	if err != nil {
+		return bad("%v", err)
+	}
+	col := &dishost.Collector{}
+	_ = set.Add("dis", col)
+	if c.listen != "" {
+		reg, err := metrics.NewRegistry(set)
+		if err != nil {
+			return bad("%v", err)
+		}
+		go func() { _ = metrics.ListenAndServe(ctx, c.listen, metrics.NewHandler(reg, logger), logger) }()
+	}
+	if role == "send" {
+		m := dishost.DefaultMix()
+		if *mix != "" {
+			if m, err = dishost.ParseMix(*mix); err != nil {
+				return bad("%v", err)
+			}
+		}
+		gen, err := dishost.NewGenerator(dishost.GenConfig{Plan: plan, Entities: *entities, Size: *size, Mix: m,
+			Site: uint16(*site), App: uint16(*app), Seed: *seed})
+		if err != nil {
+			return bad("%v", err)
+		}
+		start := time.Now()
+		pacer, err := dishost.NewPacer(*rate, dishost.Arrival(*arrival), start, *seed+1)
+		if err != nil {
+			return bad("%v", err)
+		}
+		s := &dishost.Sender{Gen: gen, Pacer: pacer, Port: c.port, Iface: c.iface, TTL: *ttl}
+		if *dest != "" {
+			if s.Dest, err = netip.ParseAddr(*dest); err != nil {
+				return bad("--dest %q: %v", *dest, err)
+			}
+		}
+		col.Sender = s
+		rctx, cancel := context.WithTimeout(ctx, c.duration)
+		defer cancel()
+		if err := s.Run(rctx); err != nil {
+			fmt.Fprintf(stderr, "protolab-dishost send: %v\n", err)
+			return 1
+		}
+		el := time.Since(start).Seconds()
+		p, b, e := s.Snapshot()
+		byType := map[string]uint64{}
+		for t, n := range gen.SentType {
+			byType[t.String()] = n
+		}
+		return emit(stdout, map[string]any{
+			"role": "send", "sent_packets": p, "sent_bytes": b, "send_errors": e, "elapsed_seconds": el,
+			"packets_per_second": float64(p) / el, "sent_by_group": gen.SentGroup, "sent_by_type": byType,
+			"heartbeats": gen.Heartbeat, "groups": plan.Groups, "per_group": plan.PerGroup, "size_bytes": *size,
+		})
+	}
+
+	// recv
+	if *share <= 0 || *share > 1 {
+		return bad("--share must be in (0, 1]")
+	}
+	r := &dishost.Receiver{Plan: plan, Joined: dishost.Joined(plan.Groups, *share), Port: c.port, Iface: c.iface, Local: *local}
+	col.Receiver = r
+	var wl *dishost.WorkLoop
+	var wg sync.WaitGroup
+	baseline := math.NaN()
+	wctx, wcancel := context.WithCancel(ctx)
+	defer wcancel()
+	if *work {
+		wl = &dishost.WorkLoop{}
+		wg.Add(1)
+		go func() { defer wg.Done(); wl.Run(wctx) }()
+		time.Sleep(100 * time.Millisecond) // let the loop's thread start
+		baseline = wl.Rate(ctx, *calibrate)
+		col.Work, col.Baseline = wl, func() float64 { return baseline }
+	}
+	sockets, err := r.Listen()
+	if err != nil {
+		fmt.Fprintf(stderr, "protolab-dishost recv: %v (joined on %d socket(s); raise net.ipv4.igmp_max_memberships in this network namespace)\n", err, sockets)
+		return 1
+	}
+	cg0, cgOK := dishost.CgroupCPU(*cgroupRoot)
+	var w0 uint64
+	var wt0 time.Duration
+	if wl != nil {
+		w0, wt0 = wl.Iterations(), wl.ThreadCPU()
+	}
+	t0 := time.Now()
+	rctx, cancel := context.WithTimeout(ctx, c.duration)
+	defer cancel()
+	r.Run(rctx)
+	el := time.Since(t0).Seconds()
+	cg1, _ := dishost.CgroupCPU(*cgroupRoot)
+	sum := r.Snapshot()
+	out := map[string]any{
+		"role": "recv", "groups": plan.Groups, "joined_groups": r.Joined, "sockets": sockets,
+		"elapsed_seconds": el, "packets": sum.Packets, "messages": sum.Messages, "bytes": sum.Bytes,
+		"dropped": sum.Dropped, "entities": sum.Entities, "entity_timeouts": sum.Timeouts,
+		"delay_samples": sum.Delay.Count(),
+	}
+	if active := sum.Last.Sub(sum.First).Seconds(); sum.Packets > 1 && active > 0 {
+		out["active_seconds"] = active
+		out["packets_per_second"] = float64(sum.Packets-1) / active
+		out["messages_per_second"] = float64(sum.Messages) * float64(sum.Packets-1) / float64(sum.Packets) / active
+	}
+	if sum.Delay.Count() > 0 {
+		out["delay_p50_seconds"] = sum.Delay.Quantile(0.5)
+		out["delay_p99_seconds"] = sum.Delay.Quantile(0.99)
+		out["delay_mean_seconds"] = sum.Delay.Mean()
+	}
+	var loopCPU time.Duration
+	if wl != nil {
+		wcancel()
+		wg.Wait()
+		during := float64(wl.Iterations()-w0) / el
+		loopCPU = wl.ThreadCPU() - wt0
+		out["work_baseline_per_second"] = baseline
+		out["work_during_per_second"] = during
+		out["cpu_busyloop_ratio"] = math.Max(0, 1-during/baseline)
+		out["work_thread_cpu_seconds"] = loopCPU.Seconds()
+	}
+	if cgOK {
+		out["cgroup_cpu_seconds"] = (cg1 - cg0).Seconds()
+		// The container's CPU without the work loop's own thread: what receiving cost.
+		out["cpu_cgroup_ratio"] = math.Max(0, (cg1-cg0-loopCPU).Seconds()/el)
+	}
+	return emit(stdout, out)
+}
+
+func emit(w io.Writer, v map[string]any) int {
+	for k, x := range v {
+		if f, ok := x.(float64); ok && (math.IsNaN(f) || math.IsInf(f, 0)) {
+			v[k] = nil
+		}
+	}
+	b, err := json.Marshal(v)
+	if err != nil {
+		return 1
+	}
+	fmt.Fprintln(w, string(b))
+	return 0
+}

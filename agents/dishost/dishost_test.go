@@ -1,0 +1,353 @@
+package dishost
+
+import (
+	"context"
+	"math"
+	"net/netip"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"protolab/agents/dis"
+)
+
+func plan(groups int) Plan { return Plan{Groups: groups, PerGroup: 32, Base: DefaultBase} }
+
+func TestPlanValidate(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		p    Plan
+		err  string
+	}{
+		{"thesis 2048 groups", Plan{2048, 32, DefaultBase}, ""},
+		{"10000 groups need fewer per group", Plan{10000, 32, DefaultBase}, "at most 6"},
+		{"10000 groups at 6", Plan{10000, 6, DefaultBase}, ""},
+		{"no groups", Plan{0, 32, DefaultBase}, "at least 1"},
+		{"unicast base", Plan{1, 32, netip.MustParseAddr("10.0.0.1")}, "not an IPv4 multicast"},
+		{"past the range", Plan{300, 1, netip.MustParseAddr("239.255.255.0")}, "run past"},
+	} {
+		err := tc.p.Validate()
+		if (err == nil) != (tc.err == "") || (err != nil && !strings.Contains(err.Error(), tc.err)) {
+			t.Errorf("%s: err = %v, want %q", tc.name, err, tc.err)
+		}
+	}
+}
+
+func TestAddressMapping(t *testing.T) {
+	p := plan(2048)
+	for _, tc := range []struct {
+		g, e  int
+		addr  dis.MessageAddress
+		group string
+	}{
+		{0, 0, 0, "239.192.0.0"},
+		{1, 0, 32, "239.192.0.1"},
+		{1, 33, 33, "239.192.0.1"},
+		{2047, 31, 65535, "239.192.7.255"},
+		{300, 5, 9605, "239.192.1.44"},
+	} {
+		a := p.MessageAddress(tc.g, tc.e)
+		if a != tc.addr || p.PacketAddress(a) != tc.g || int(a.PacketAddress()) != tc.g || p.Group(tc.g).String() != tc.group {
+			t.Errorf("g=%d e=%d: address %d (want %d), packet address %d, group %v (want %s)",
+				tc.g, tc.e, a, tc.addr, p.PacketAddress(a), p.Group(tc.g), tc.group)
+		}
+	}
+}
+
+func TestJoined(t *testing.T) {
+	for _, tc := range []struct {
+		groups int
+		share  float64
+		want   int
+	}{{10, 0.1, 1}, {10, 1, 10}, {10000, 0.2, 2000}, {20, 0.01, 1}, {50, 0.5, 25}} {
+		if got := Joined(tc.groups, tc.share); got != tc.want {
+			t.Errorf("Joined(%d, %v) = %d, want %d", tc.groups, tc.share, got, tc.want)
+		}
+	}
+}
+
+func TestParseMix(t *testing.T) {
+	m, err := ParseMix("entity_state=90, fire=5,detonation=5")
+	if err != nil || math.Abs(m[dis.TypeEntityState]-0.9) > 1e-12 || math.Abs(m[dis.TypeFire]-0.05) > 1e-12 {
+		t.Fatalf("mix %v, %v", m, err)
+	}
+	for _, bad := range []string{"", "tank=1", "fire", "fire=-1", "fire=x", "fire=0"} {
+		if _, err := ParseMix(bad); err == nil {
+			t.Errorf("ParseMix(%q) accepted", bad)
+		}
+	}
+}
+
+func TestGeneratorSizes(t *testing.T) {
+	buf := make([]byte, MaxSize)
+	now := time.Now()
+	for _, tc := range []struct {
+		size    int
+		typ     dis.PDUType
+		pduLen  int
+		wantErr bool
+	}{
+		{0, dis.TypeEntityState, 144, false},
+		{96, dis.TypeCollision, 60, false},
+		{128, dis.TypeCollision, 60, false},
+		{146, dis.TypeEntityState, 144, false},
+		{160, dis.TypeEntityState, 144, false},
+		{256, dis.TypeEntityState, 240, false},
+		{2048, dis.TypeEntityState, 2032, false},
+		{8192, dis.TypeEntityState, 144 + 255*16, false},
+		{61, 0, 0, true},
+		{8193, 0, 0, true},
+	} {
+		g, err := NewGenerator(GenConfig{Plan: plan(4), Entities: 3, Size: tc.size, Mix: Mix{dis.TypeEntityState: 1}})
+		if tc.wantErr {
+			if err == nil {
+				t.Errorf("size %d accepted", tc.size)
+			}
+			continue
+		}
+		if err != nil {
+			t.Fatalf("size %d: %v", tc.size, err)
+		}
+		n, group, err := g.Next(buf, now)
+		if err != nil {
+			t.Fatal(err)
+		}
+		want := tc.size
+		if want == 0 {
+			want = 2 + 144
+		}
+		h, err := dis.PeekHeader(buf[2:n])
+		if n != want || err != nil || h.PDUType != tc.typ || int(h.Length) != tc.pduLen || group != 0 {
+			t.Errorf("size %d: n=%d type=%v len=%d group=%d err=%v", tc.size, n, h.PDUType, h.Length, group, err)
+		}
+		p := NewProcessor(plan(4), 4)
+		if !p.Process(buf[:n], now.Add(time.Millisecond)) {
+			t.Errorf("size %d: own message dropped: %v", tc.size, p.Stats.Dropped)
+		}
+	}
+}
+
+func TestGeneratorMixGroupsHeartbeat(t *testing.T) {
+	g, err := NewGenerator(GenConfig{Plan: plan(10), Entities: 5, Mix: Mix{dis.TypeEntityState: 0.5, dis.TypeFire: 0.5}, Seed: 7})
+	if err != nil {
+		t.Fatal(err)
+	}
+	buf := make([]byte, MaxSize)
+	t0 := time.Now()
+	for i := 0; i < 10000; i++ {
+		if _, _, err := g.Next(buf, t0.Add(time.Duration(i)*time.Millisecond)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for grp, n := range g.SentGroup {
+		if n != 1000 {
+			t.Errorf("group %d got %d messages, want 1000 (uniform)", grp, n)
+		}
+	}
+	es := float64(g.SentType[dis.TypeEntityState]) / 10000
+	if es < 0.47 || es > 0.53 {
+		t.Errorf("entity state share %.3f, want about 0.5", es)
+	}
+	// Fire only: each entity still sends an Entity State every 5 s.
+	g, _ = NewGenerator(GenConfig{Plan: plan(1), Entities: 2, Mix: Mix{dis.TypeFire: 1}})
+	var types []dis.PDUType
+	for _, at := range []time.Duration{0, 0, time.Second, time.Second, 5 * time.Second, 5 * time.Second, 6 * time.Second} {
+		if _, _, err := g.Next(buf, t0.Add(at)); err != nil {
+			t.Fatal(err)
+		}
+		types = append(types, dis.PDUType(buf[2+2]))
+	}
+	want := []dis.PDUType{1, 1, 2, 2, 1, 1, 2}
+	for i := range want {
+		if types[i] != want[i] {
+			t.Fatalf("types %v, want %v (heartbeat every 5 s)", types, want)
+		}
+	}
+}
+
+func TestProcessorDropsMalformed(t *testing.T) {
+	g, _ := NewGenerator(GenConfig{Plan: plan(4), Entities: 1, Mix: Mix{dis.TypeEntityState: 1}})
+	buf := make([]byte, MaxSize)
+	now := time.Now()
+	n, _, _ := g.Next(buf, now)
+	good := append([]byte(nil), buf[:n]...)
+	mut := func(f func(b []byte) []byte) []byte { return f(append([]byte(nil), good...)) }
+	for _, tc := range []struct {
+		name   string
+		b      []byte
+		joined int
+		reason string
+	}{
+		{"empty", nil, 4, DropShort},
+		{"address only", good[:2], 4, DropShort},
+		{"header cut", good[:10], 4, DropShort},
+		{"length beyond datagram", good[:100], 4, DropHeader},
+		{"length below header", mut(func(b []byte) []byte { b[2+8], b[2+9] = 0, 4; return b }), 4, DropHeader},
+		{"unknown type", mut(func(b []byte) []byte { b[2+2] = 200; return b }), 4, DropDecode},
+		{"count beyond length", mut(func(b []byte) []byte { b[2+19] = 3; return b }), 4, DropDecode},
+		{"junk after PDU", append(append([]byte(nil), good...), 0, 7), 4, DropPadding},
+		{"group not joined", mut(func(b []byte) []byte { b[0], b[1] = 0, 64; return b }), 2, DropUnwanted},
+	} {
+		p := NewProcessor(plan(4), tc.joined)
+		if p.Process(tc.b, now) || p.Stats.Dropped[tc.reason] != 1 || p.Stats.Packets != 1 {
+			t.Errorf("%s: dropped %v, want one %q", tc.name, p.Stats.Dropped, tc.reason)
+		}
+	}
+	// A relative timestamp is accepted but gives no delay sample.
+	p := NewProcessor(plan(4), 4)
+	rel := mut(func(b []byte) []byte { b[2+7] &^= 1; return b })
+	if !p.Process(rel, now) || p.Stats.Dropped[DropUnstamped] != 1 || p.Stats.Delay.Count() != 0 {
+		t.Errorf("relative timestamp: %+v", p.Stats)
+	}
+}
+
+func FuzzProcess(f *testing.F) {
+	g, _ := NewGenerator(GenConfig{Plan: plan(4), Entities: 1})
+	buf := make([]byte, MaxSize)
+	n, _, _ := g.Next(buf, time.Now())
+	f.Add(buf[:n])
+	f.Add([]byte{0, 1, 6, 1, 1, 1})
+	f.Fuzz(func(t *testing.T, b []byte) {
+		p := NewProcessor(plan(4), 4)
+		ok := p.Process(b, time.Now())
+		var drops uint64
+		for _, v := range p.Stats.Dropped {
+			drops += v
+		}
+		if p.Stats.Packets != 1 || (ok && p.Stats.Messages != 1) || (!ok && drops != 1) {
+			t.Fatalf("accounting: ok=%v %+v", ok, p.Stats)
+		}
+	})
+}
+
+func TestDelayAndEntityTimeout(t *testing.T) {
+	g, _ := NewGenerator(GenConfig{Plan: plan(1), Entities: 2, Mix: Mix{dis.TypeEntityState: 1}})
+	buf := make([]byte, MaxSize)
+	t0 := time.Date(2026, 1, 1, 10, 59, 59, 999_000_000, time.UTC) // the hour turns in flight
+	p := NewProcessor(plan(1), 1)
+	for i := 0; i < 2; i++ {
+		n, _, _ := g.Next(buf, t0)
+		p.Process(buf[:n], t0.Add(3*time.Millisecond))
+	}
+	if d := p.Stats.Delay.Quantile(0.5); math.Abs(d-0.003) > 0.0003 {
+		t.Errorf("delay across the hour %v, want 3ms", d)
+	}
+	if p.Entities() != 2 {
+		t.Fatalf("entities %d", p.Entities())
+	}
+	p.Expire(t0.Add(11 * time.Second))
+	if p.Entities() != 2 || p.Timeouts != 0 {
+		t.Errorf("expired before 12 s")
+	}
+	p.Expire(t0.Add(12*time.Second + 3*time.Millisecond))
+	if p.Entities() != 0 || p.Timeouts != 2 {
+		t.Errorf("after 12 s: %d entities, %d timeouts", p.Entities(), p.Timeouts)
+	}
+}
+
+func TestHistQuantiles(t *testing.T) {
+	var h Hist
+	for i := 1; i <= 10000; i++ {
+		h.Add(float64(i) * 1e-6) // 1 us .. 10 ms uniform
+	}
+	for _, tc := range []struct{ q, want float64 }{{0.5, 5e-3}, {0.99, 9.9e-3}, {0.01, 1e-4}} {
+		if got := h.Quantile(tc.q); math.Abs(got-tc.want)/tc.want > 0.05 {
+			t.Errorf("q%.2f = %v, want %v +-5%%", tc.q, got, tc.want)
+		}
+	}
+	c := h.Cumulative([]float64{1e-3, 1})
+	if c[1] != 10000 || c[1e-3] < 900 || c[1e-3] > 1000 {
+		t.Errorf("cumulative %v", c)
+	}
+	var e Hist
+	if !math.IsNaN(e.Quantile(0.5)) {
+		t.Error("empty quantile not NaN")
+	}
+}
+
+func TestPacer(t *testing.T) {
+	t0 := time.Now()
+	for _, tc := range []struct {
+		arrival Arrival
+		tol     int
+	}{{Constant, 1}, {Poisson, 150}} {
+		p, err := NewPacer(2000, tc.arrival, t0, 3)
+		if err != nil {
+			t.Fatal(err)
+		}
+		n := 0
+		for ms := 0; ms <= 1000; ms++ {
+			n += p.Due(t0.Add(time.Duration(ms)*time.Millisecond), 1<<20)
+		}
+		if n < 2000-tc.tol || n > 2001+tc.tol {
+			t.Errorf("%s: %d arrivals in 1 s at 2000/s", tc.arrival, n)
+		}
+	}
+	for _, r := range []float64{0, -1, math.Inf(1), math.NaN()} {
+		if _, err := NewPacer(r, Constant, t0, 1); err == nil {
+			t.Errorf("rate %v accepted", r)
+		}
+	}
+	if _, err := NewPacer(1, "bursty", t0, 1); err == nil {
+		t.Error("unknown arrival accepted")
+	}
+}
+
+// TestLoopbackSendReceive sends over real UDP sockets on 127.0.0.1.
+func TestLoopbackSendReceive(t *testing.T) {
+	r := &Receiver{Plan: plan(1), Joined: 1, Port: 0, Local: true}
+	r.Port = freePort(t)
+	if _, err := r.Listen(); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
+	defer cancel()
+	done := make(chan struct{})
+	go func() { r.Run(ctx); close(done) }()
+	g, _ := NewGenerator(GenConfig{Plan: plan(1), Entities: 10, Size: 200})
+	p, _ := NewPacer(5000, Constant, time.Now(), 1)
+	s := &Sender{Gen: g, Pacer: p, Port: r.Port, Dest: netip.MustParseAddr("127.0.0.1")}
+	sctx, scancel := context.WithTimeout(ctx, 400*time.Millisecond)
+	defer scancel()
+	if err := s.Run(sctx); err != nil {
+		t.Fatal(err)
+	}
+	sent, _, _ := s.Snapshot()
+	deadline := time.Now().Add(2 * time.Second)
+	for r.Snapshot().Packets < sent && time.Now().Before(deadline) {
+		time.Sleep(10 * time.Millisecond)
+	}
+	cancel()
+	<-done
+	sum := r.Snapshot()
+	if sent < 1500 || sum.Messages != sent || sum.Bytes != sent*200 || sum.Entities != 10 || sum.Delay.Count() != sent {
+		t.Fatalf("sent %d, received %+v", sent, sum)
+	}
+	if d := sum.Delay.Quantile(0.5); !(d > 0 && d < 0.05) {
+		t.Errorf("loopback delay p50 %v", d)
+	}
+}
+
+func TestCollectorNames(t *testing.T) {
+	g, _ := NewGenerator(GenConfig{Plan: plan(1), Entities: 1})
+	c := &Collector{Sender: &Sender{Gen: g}, Receiver: &Receiver{Plan: plan(1), Joined: 1}, Work: &WorkLoop{}, Baseline: func() float64 { return 1 }}
+	ch := make(chan prometheus.Metric, 100)
+	if err := c.Update(ch); err != nil {
+		t.Fatal(err)
+	}
+	close(ch)
+	seen := map[string]bool{}
+	for m := range ch {
+		d := m.Desc().String()
+		name := d[strings.Index(d, `fqName: "`)+9:]
+		seen[name[:strings.Index(name, `"`)]] = true
+	}
+	for _, want := range []string{"protolab_messages_sent_total", "protolab_messages_received_total",
+		"protolab_message_delay_seconds", "protolab_dis_dropped_total", "protolab_dis_work_loop_iterations_total"} {
+		if !seen[want] {
+			t.Errorf("metric %s missing (have %v)", want, seen)
+		}
+	}
+}

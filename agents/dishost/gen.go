@@ -1,0 +1,242 @@
+package dishost
+
+import (
+	"fmt"
+	"math"
+	"math/rand"
+	"sort"
+	"time"
+
+	"protolab/agents/dis"
+)
+
+// Generator builds the messages of N simulated entities. It is not safe for
+// concurrent use; Next does not allocate.
+type Generator struct {
+	plan     Plan
+	size     int // UDP payload size; 0: the PDU's own size
+	entities int
+	site     uint16
+	app      uint16
+	cum      []float64 // cumulative mix
+	types    []dis.PDUType
+	rng      *rand.Rand
+
+	es        dis.EntityStatePDU
+	fire      dis.FirePDU
+	det       dis.DetonationPDU
+	col       dis.CollisionPDU
+	others    map[dis.PDUType]dis.PDU
+	lastES    []time.Time
+	next      int // message counter
+	SentGroup []uint64
+	SentType  map[dis.PDUType]uint64
+	Heartbeat uint64 // Entity State PDUs sent because an entity's heartbeat was due
+}
+
+// GenConfig configures a Generator.
+type GenConfig struct {
+	Plan     Plan
+	Entities int
+	Size     int // requested UDP payload bytes (0: natural PDU size)
+	Mix      Mix
+	Site     uint16
+	App      uint16
+	Seed     int64
+}
+
+// NewGenerator validates c and returns a generator.
+func NewGenerator(c GenConfig) (*Generator, error) {
+	if err := c.Plan.Validate(); err != nil {
+		return nil, err
+	}
+	if c.Entities < 1 || c.Entities > 65535 {
+		return nil, fmt.Errorf("entities must be 1..65535, not %d", c.Entities)
+	}
+	if c.Size != 0 && (c.Size < MinSize || c.Size > MaxSize) {
+		return nil, fmt.Errorf("size %d B: must be %d..%d bytes (message address + the smallest PDU .. the DIS maximum)",
+			c.Size, MinSize, MaxSize)
+	}
+	if len(c.Mix) == 0 {
+		c.Mix = DefaultMix()
+	}
+	g := &Generator{plan: c.Plan, size: c.Size, entities: c.Entities, site: c.Site, app: c.App,
+		rng: rand.New(rand.NewSource(c.Seed)), lastES: make([]time.Time, c.Entities),
+		SentGroup: make([]uint64, c.Plan.Groups), SentType: map[dis.PDUType]uint64{}, others: map[dis.PDUType]dis.PDU{}}
+	for t := range c.Mix {
+		g.types = append(g.types, t)
+	}
+	sort.Slice(g.types, func(i, j int) bool { return g.types[i] < g.types[j] })
+	acc := 0.0
+	for _, t := range g.types {
+		acc += c.Mix[t]
+		g.cum = append(g.cum, acc)
+		g.SentType[t] = 0
+	}
+	g.SentType[dis.TypeEntityState] += 0
+	g.es.Header = dis.NewHeader(dis.TypeEntityState, 1, 0)
+	g.es.EntityType = dis.EntityType{Kind: 1, Domain: 1, Country: 225, Category: 1, Subcategory: 1}
+	g.es.ForceID = 1
+	g.es.Marking = dis.NewMarking("PROTOLAB")
+	g.es.DeadReckoning.Algorithm = 2
+	if c.Size >= dis.MessageAddressSize+dis.EntityStateSize {
+		k := (c.Size - dis.MessageAddressSize - dis.EntityStateSize) / dis.ArticulationParameterSize
+		if k > dis.MaxRecords {
+			k = dis.MaxRecords
+		}
+		g.es.ArticulationParameters = make([]dis.ArticulationParameter, k)
+		for i := range g.es.ArticulationParameters {
+			g.es.ArticulationParameters[i] = dis.ArticulationParameter{TypeDesignator: 0, PartAttachedTo: uint16(i), ParameterType: 4096}
+		}
+	}
+	g.fire.Header = dis.NewHeader(dis.TypeFire, 1, 0)
+	g.fire.Burst = dis.BurstDescriptor{Munition: dis.EntityType{Kind: 2, Domain: 2, Country: 225, Category: 2}, Quantity: 1, Rate: 1}
+	g.det.Header = dis.NewHeader(dis.TypeDetonation, 1, 0)
+	g.det.DetonationResult = 1
+	g.col.Header = dis.NewHeader(dis.TypeCollision, 1, 0)
+	for _, t := range g.types {
+		switch t {
+		case dis.TypeEntityState, dis.TypeFire, dis.TypeDetonation, dis.TypeCollision:
+		default:
+			p := dis.New(t)
+			if p == nil {
+				return nil, fmt.Errorf("mix: PDU type %d is not implemented", t)
+			}
+			g.others[t] = p
+		}
+	}
+	return g, nil
+}
+
+// pick draws a PDU type from the mix.
+func (g *Generator) pick() dis.PDUType {
+	if len(g.types) == 1 {
+		return g.types[0]
+	}
+	u := g.rng.Float64()
+	for i, c := range g.cum {
+		if u < c {
+			return g.types[i]
+		}
+	}
+	return g.types[len(g.types)-1]
+}
+
+// Next writes the next message into buf (len(buf) >= MaxSize) stamped with
+// now, and returns its length and group index.
+func (g *Generator) Next(buf []byte, now time.Time) (n, group int, err error) {
+	i := g.next
+	g.next++
+	e := i % g.entities
+	group = i % g.plan.Groups
+	ts := dis.NewTimestamp(time.Duration(now.UnixNano())%time.Hour, true)
+	id := dis.EntityID{Site: g.site, Application: g.app, Entity: uint16(e + 1)}
+	t := g.pick()
+	small := g.size != 0 && g.size < dis.MessageAddressSize+dis.EntityStateSize
+	if small {
+		t = dis.TypeCollision // the only PDU below 62..145 bytes we pad up from
+	} else if t != dis.TypeEntityState && now.Sub(g.lastES[e]) >= HeartbeatInterval {
+		t = dis.TypeEntityState
+		g.Heartbeat++
+	}
+	var p dis.PDU
+	switch t {
+	case dis.TypeEntityState:
+		g.es.Header.Timestamp = ts
+		g.es.EntityID = id
+		g.es.Location = dis.Vector3Double{X: float64(i), Y: float64(e), Z: 100}
+		g.es.LinearVelocity = dis.Vector3Float{X: 10, Y: float32(e % 7), Z: 0}
+		g.lastES[e] = now
+		p = &g.es
+	case dis.TypeFire:
+		g.fire.Header.Timestamp = ts
+		g.fire.FiringEntityID = id
+		g.fire.EventID = dis.EventID{Site: g.site, Application: g.app, EventNumber: uint16(i)}
+		p = &g.fire
+	case dis.TypeDetonation:
+		g.det.Header.Timestamp = ts
+		g.det.FiringEntityID = id
+		g.det.EventID = dis.EventID{Site: g.site, Application: g.app, EventNumber: uint16(i)}
+		p = &g.det
+	case dis.TypeCollision:
+		g.col.Header.Timestamp = ts
+		g.col.IssuingEntityID = id
+		g.col.EventID = dis.EventID{Site: g.site, Application: g.app, EventNumber: uint16(i)}
+		p = &g.col
+	default:
+		p = g.others[t]
+		setTimestamp(p, ts)
+	}
+	a := g.plan.MessageAddress(group, e)
+	buf[0], buf[1] = byte(a>>8), byte(a)
+	m, err := p.MarshalTo(buf[dis.MessageAddressSize:])
+	if err != nil {
+		return 0, 0, err
+	}
+	n = dis.MessageAddressSize + m
+	if g.size > n {
+		clear(buf[n:g.size])
+		n = g.size
+	}
+	g.SentGroup[group]++
+	g.SentType[t]++
+	return n, group, nil
+}
+
+func setTimestamp(p dis.PDU, ts uint32) {
+	switch p := p.(type) {
+	case *dis.ServiceRequestPDU:
+		p.Header.Timestamp = ts
+	case *dis.ResupplyOfferPDU:
+		p.Header.Timestamp = ts
+	case *dis.ResupplyReceivedPDU:
+		p.Header.Timestamp = ts
+	case *dis.ResupplyCancelPDU:
+		p.Header.Timestamp = ts
+	case *dis.RepairCompletePDU:
+		p.Header.Timestamp = ts
+	case *dis.RepairResponsePDU:
+		p.Header.Timestamp = ts
+	}
+}
+
+// Pacer gives the send times of a constant or Poisson process.
+type Pacer struct {
+	start   time.Time
+	rate    float64
+	arrival Arrival
+	rng     *rand.Rand
+	offset  float64 // seconds from start of the next arrival
+}
+
+// NewPacer returns a pacer of rate messages/s starting at start.
+func NewPacer(rate float64, arrival Arrival, start time.Time, seed int64) (*Pacer, error) {
+	if !(rate > 0) || math.IsInf(rate, 0) {
+		return nil, fmt.Errorf("rate must be > 0 messages/s, not %v", rate)
+	}
+	if arrival != Constant && arrival != Poisson {
+		return nil, fmt.Errorf("arrival %q: constant or poisson", arrival)
+	}
+	p := &Pacer{start: start, rate: rate, arrival: arrival, rng: rand.New(rand.NewSource(seed))}
+	return p, nil
+}
+
+// Due returns how many arrivals are due at now (at most max), consuming them.
+func (p *Pacer) Due(now time.Time, max int) int {
+	el := now.Sub(p.start).Seconds()
+	n := 0
+	for n < max && p.offset <= el {
+		n++
+		if p.arrival == Poisson {
+			p.offset += p.rng.ExpFloat64() / p.rate
+		} else {
+			p.offset += 1 / p.rate
+		}
+	}
+	return n
+}
+
+// NextAt is the time of the next arrival.
+func (p *Pacer) NextAt() time.Time {
+	return p.start.Add(time.Duration(p.offset * float64(time.Second)))
+}

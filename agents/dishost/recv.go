@@ -1,0 +1,137 @@
+package dishost
+
+import (
+	"time"
+
+	"protolab/agents/dis"
+)
+
+// Drop reasons of the receiver.
+const (
+	DropShort     = "short"     // shorter than a message address + DIS header
+	DropHeader    = "header"    // DIS header unreadable or length beyond the datagram
+	DropDecode    = "decode"    // the PDU does not decode
+	DropPadding   = "padding"   // bytes after the PDU are not zero
+	DropUnwanted  = "unwanted"  // message address of a group this host did not join
+	DropUnstamped = "unstamped" // relative (non-absolute) DIS timestamp: no delay sample
+)
+
+// DropReasons lists every reason, for metrics.
+var DropReasons = []string{DropShort, DropHeader, DropDecode, DropPadding, DropUnwanted, DropUnstamped}
+
+// Stats are one receiver's counters.
+type Stats struct {
+	Packets  uint64 // datagrams read
+	Messages uint64 // messages decoded and accepted
+	Bytes    uint64 // UDP payload bytes read
+	Dropped  map[string]uint64
+	ByType   map[dis.PDUType]uint64
+	Delay    Hist
+}
+
+func newStats() Stats {
+	return Stats{Dropped: map[string]uint64{}, ByType: map[dis.PDUType]uint64{}}
+}
+
+// Merge adds o to s.
+func (s *Stats) Merge(o *Stats) {
+	s.Packets += o.Packets
+	s.Messages += o.Messages
+	s.Bytes += o.Bytes
+	for k, v := range o.Dropped {
+		s.Dropped[k] += v
+	}
+	for k, v := range o.ByType {
+		s.ByType[k] += v
+	}
+	s.Delay.Merge(&o.Delay)
+}
+
+// Processor decodes received datagrams. One per receiving goroutine; it is
+// not safe for concurrent use and does not allocate per datagram.
+type Processor struct {
+	plan     Plan
+	joined   int // groups 0..joined-1 are wanted
+	dec      dis.Decoder
+	Stats    Stats
+	entities map[dis.EntityID]time.Time
+	Timeouts uint64
+	lastScan time.Time
+	First    time.Time // first datagram
+	Last     time.Time // last datagram
+}
+
+// NewProcessor returns a processor accepting groups 0..joined-1 of plan.
+func NewProcessor(plan Plan, joined int) *Processor {
+	return &Processor{plan: plan, joined: joined, Stats: newStats(), entities: map[dis.EntityID]time.Time{}}
+}
+
+// Process handles one datagram received at now and reports whether it was
+// accepted. A datagram it cannot use is a counted drop, never an error.
+func (p *Processor) Process(b []byte, now time.Time) bool {
+	if p.Stats.Packets == 0 {
+		p.First = now
+	}
+	p.Last = now
+	p.Stats.Packets++
+	p.Stats.Bytes += uint64(len(b))
+	if len(b) < dis.MessageAddressSize+dis.HeaderSize {
+		p.Stats.Dropped[DropShort]++
+		return false
+	}
+	a := dis.MessageAddress(uint16(b[0])<<8 | uint16(b[1]))
+	pdu := b[dis.MessageAddressSize:]
+	h, err := dis.PeekHeader(pdu)
+	if err != nil || int(h.Length) > len(pdu) || int(h.Length) < dis.HeaderSize {
+		p.Stats.Dropped[DropHeader]++
+		return false
+	}
+	for _, c := range pdu[h.Length:] {
+		if c != 0 {
+			p.Stats.Dropped[DropPadding]++
+			return false
+		}
+	}
+	msg, err := p.dec.Decode(pdu[:h.Length])
+	if err != nil {
+		p.Stats.Dropped[DropDecode]++
+		return false
+	}
+	if g := p.plan.PacketAddress(a); g >= p.joined {
+		p.Stats.Dropped[DropUnwanted]++
+		return false
+	}
+	p.Stats.Messages++
+	p.Stats.ByType[h.PDUType]++
+	if es, ok := msg.(*dis.EntityStatePDU); ok {
+		p.entities[es.EntityID] = now
+	}
+	since, abs := dis.TimestampDuration(h.Timestamp)
+	if !abs {
+		p.Stats.Dropped[DropUnstamped]++
+	} else {
+		d := time.Duration(now.UnixNano())%time.Hour - since
+		if d < -30*time.Minute { // the hour turned between send and receive
+			d += time.Hour
+		}
+		p.Stats.Delay.Add(d.Seconds())
+	}
+	if now.Sub(p.lastScan) >= time.Second {
+		p.Expire(now)
+	}
+	return true
+}
+
+// Expire removes entities silent for EntityTimeout, counting them.
+func (p *Processor) Expire(now time.Time) {
+	p.lastScan = now
+	for id, t := range p.entities {
+		if now.Sub(t) >= EntityTimeout {
+			delete(p.entities, id)
+			p.Timeouts++
+		}
+	}
+}
+
+// Entities is the number of live entities.
+func (p *Processor) Entities() int { return len(p.entities) }
