@@ -70,7 +70,8 @@ def content_hash(name: str) -> str:
     return h.hexdigest()[:16]
 
 
-BINARIES = ("protolab-agent", "protolab-linkem", "protolab-dishost")  # static; the node image and the host (linkem) use them
+# static; the node image (agent, dishost) and the host (linkem) use them
+BINARIES = ("protolab-agent", "protolab-linkem", "protolab-dishost")
 
 
 def build_agent() -> Path:
