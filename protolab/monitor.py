@@ -157,6 +157,12 @@ class Prometheus:
             params["time"] = f"{at:.3f}"
         return self._get("/api/v1/query", **params)["result"]
 
+    def query_range(self, expr: str, start: float, end: float, step: float = 1.0) -> list[dict[str, Any]]:
+        """A range query (what Grafana runs for a time panel): series with `values` [[t, "v"], ...]."""
+        return self._get("/api/v1/query_range", query=expr, start=f"{start:.3f}", end=f"{end:.3f}", step=f"{step:g}")[
+            "result"
+        ]
+
     def samples(self, expr: str, start: float, end: float) -> list[tuple[dict[str, str], list[Sample]]]:
         """Raw samples of a selector with their own timestamps, in [start, end]."""
         window = max(1, int(end - start + 1))
