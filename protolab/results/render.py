@@ -39,6 +39,7 @@ from .seedtables import SeedTable, load_for_run
 from .seedtables import key as seedkey
 from .stats import clean, describe
 from .store import SUMMARY, TIDY, load_json, load_manifest, read_tidy
+from .timeline import fault_timeline_png
 
 log = logging.getLogger(__name__)
 TEMPLATES = Path(__file__).resolve().parent / "templates"
@@ -687,6 +688,18 @@ def render_all(run_dir: Path) -> list[Path]:
             continue
         plots.append((p, png))
         path = run_dir / "plots" / f"{p.name}.png"
+        path.parent.mkdir(exist_ok=True)
+        path.write_bytes(png)
+        written.append(path)
+    try:
+        timeline = fault_timeline_png(run_dir, sweep.point_labels)
+    except (OSError, ValueError, KeyError) as exc:
+        problems.append(f"fault timeline: {exc}")
+        timeline = None
+    if timeline is not None:
+        png, caption = timeline
+        plots.append((Plot(name="fault_timeline", title=caption, x="time", y=["latency_seconds"]), png))
+        path = run_dir / "plots" / "fault_timeline.png"
         path.parent.mkdir(exist_ok=True)
         path.write_bytes(png)
         written.append(path)
