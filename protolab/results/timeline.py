@@ -104,6 +104,7 @@ def fault_timeline_png(run_dir: Path, labels: dict[str, str] | None = None) -> t
         if series:
             ax.legend(loc="upper right", fontsize=8, frameon=False, markerscale=3)
     axes[-1].set_xlabel("seconds since the phase start")
+    fig.suptitle("Fault timeline over latency", fontsize=13, fontweight="bold")
     fig.tight_layout()
     buf = io.BytesIO()
     fig.savefig(buf, format="png")
