@@ -18,7 +18,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from . import environment, faults, firewall, guard, impair, monitor, naming, topo
+from . import environment, faults, firewall, guard, impair, monitor, naming, selfcheck, topo
 from .exporter import FaultExporter
 from .lab import Lab, remove_containers
 from .shell import run
@@ -88,6 +88,7 @@ class Runner:
         self.backend: impair.Backend | None = None
         self.exporter = FaultExporter()
         self.exporter_target: dict[str, Any] | None = None
+        self.self_checks: list[dict[str, Any]] = []
         self.fault_rows: list[dict[str, Any]] = []  # the monitoring stack's CPU is ours too, not foreign load
 
     def run(self) -> Path:
@@ -140,8 +141,14 @@ class Runner:
                 self.actions += lab.actions
                 monitor.write_targets(lab.targets() + ([self.exporter_target] if self.exporter_target else []))
                 prom.wait_targets({h.name for h in topology.hosts})
+                checked = self._self_check(lab, ex)
                 self.deployments.append(
-                    {"topology": ex.topology.model_dump(mode="json"), **lab.timings, "links": lab.applied}
+                    {
+                        "topology": ex.topology.model_dump(mode="json"),
+                        **lab.timings,
+                        "links": lab.applied,
+                        "self_check": checked,
+                    }  # fmt: skip
                 )
                 for point in points:
                     for rep in range(point.experiment.repetitions):
@@ -178,6 +185,19 @@ class Runner:
         if error is not None:
             raise SystemExit(130)
         return self.rundir.path
+
+    def _self_check(self, lab: Lab, ex: Any) -> list[dict[str, Any]] | None:
+        """Measure the impaired links before any workload; every miss makes the run invalid."""
+        if not ex.self_check or not lab.impairments:
+            return None
+        t0 = time.monotonic()
+        results = selfcheck.run_all(lab, log=lambda line: print(f"  {line}", flush=True))
+        for r in results:
+            self.self_checks.append(r)
+            for f in r["failures"]:
+                self.invalid.append(f"self-check {r['from']}->{r['to']} ({ex.topology.kind}): {f}")
+        print(f"  self-check took {time.monotonic() - t0:.1f}s", flush=True)
+        return results
 
     def _teardown(self, lab: Lab | None, client: Any) -> None:
         if lab is not None:
@@ -222,15 +242,16 @@ class Runner:
                 th.start()
             for th in threads:
                 th.join()
-            t1 = time.time()
-            if events:
-                self._end_faults(point, rep, phase.name, schedule, lab, row)
+            done = self._end_faults(point, rep, phase.name, schedule, lab, row) if events else []
             if errors:
                 raise RuntimeError(f"{point.id} phase {phase.name}: " + "; ".join(errors))
             for r in runners:
                 row.update(r.result())
+                if hasattr(r, "fault_edges"):  # probes that can see outages compare them with the events
+                    row.update(r.fault_edges(done))
+                for series, ts, value in r.series() if hasattr(r, "series") else []:
+                    raw.write(point.id, rep, phase.name, series, {}, ts, value)
             windows.append((phase.name, t0 + ex.warmup, t0 + max(t.duration for t in phase.tasks)))
-            _ = t1
         after = guard.snapshot(unshaped, lab_pids)
         figures, reasons = guard.assess(before, after)
         self.guard[f"{point.id}/{rep}"] = {"figures": figures, "reasons": reasons}
@@ -247,6 +268,8 @@ class Runner:
             expr, factor = _selector(m)
             values = []
             for phase_name, ws, we in windows:
+                if m.phase is not None and m.phase != phase_name:
+                    continue
                 for labels, samples in prom.samples(expr, ws - 1, we + 1):
                     for s in samples:
                         raw.write(point.id, rep, phase_name, m.column, labels, s.timestamp, s.value)
@@ -257,7 +280,7 @@ class Runner:
             row[m.column] = sum(values) / len(values) if values else None
         return row
 
-    def _end_faults(self, point: Point, rep: int, phase: str, schedule: Any, lab: Lab, row: dict[str, Any]) -> None:
+    def _end_faults(self, point: Point, rep: int, phase: str, schedule: Any, lab: Lab, row: dict[str, Any]) -> list:
         """Stop the schedule, put every link back as configured, and record what happened when."""
         events = schedule.stop()
         for ends in lab.link_ends.values():
@@ -274,6 +297,7 @@ class Runner:
             if ev.error:
                 self.invalid.append(f"{point.id} rep {rep}: fault {ev.action} on {ev.name} failed: {ev.error}")
         row["fault_timing_error_max_seconds"] = max(errors) if errors else None
+        return events
 
     def _manifest(self, started: str, images: dict[str, str]) -> dict[str, Any]:
         e = self.plan.base
@@ -312,6 +336,11 @@ class Runner:
         reasons = self.invalid + ([] if self.rows else ["nothing was measured"])
         points = [p for p in self.plan.points if p.id in measured]
         summary = checks.build_summary(e.name, self.rundir.run_id, points, self.rows, columns, reasons, self.guard)
+        summary["self_check"] = {
+            "directions": len(self.self_checks),
+            "passed": all(r["passed"] for r in self.self_checks),
+            "failures": [f"{r['from']}->{r['to']}: {f}" for r in self.self_checks for f in r["failures"]],
+        }
         self.rundir.write_json("summary.json", summary)
         try:
             render.render_all(self.rundir.path)

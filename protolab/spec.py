@@ -95,6 +95,7 @@ class Measurement(Strict):
     interface: str | None = Field(None, description="interface_rate: e.g. h1-eth0")
     direction: Literal["rx", "tx"] = "rx"
     unit: Literal["bits", "packets"] = "bits"
+    phase: str | None = Field(None, description="only this phase's window (default: the mean over all phases)")
 
     @model_validator(mode="after")
     def _needs_interface(self) -> Measurement:
@@ -110,20 +111,35 @@ class Measurement(Strict):
 
 
 class Check(Strict):
-    """A bound on a tidy column, per sweep point, on the mean over repetitions."""
+    """A bound on a tidy column, per sweep point, on the mean over repetitions; or, with `trials`, a
+    binomial check: `column` counts events (lost packets) out of `trials` (packets sent), pooled over the
+    repetitions, and the check passes when `target` lies inside the exact (Clopper-Pearson) interval."""
 
     name: str
     column: str = Field(..., pattern=COLUMN_RE)
     where: dict[str, Any] = Field(default_factory=dict, description="only points whose axes have these values")
-    target: Quantity | None = Field(None, description="expected value (number, or rate/duration string)")
+    target: Quantity | None = Field(None, description="expected value (number, or rate/duration/percent string)")
     tolerance_percent: float | None = Field(None, gt=0)
+    tolerance_absolute: Quantity | None = Field(
+        None, ge=0, description="floor of the tolerance in the column's unit: max(tolerance_percent, this)"
+    )
     min: Quantity | None = None
     max: Quantity | None = None
+    trials: str | None = Field(None, pattern=COLUMN_RE, description="binomial check: the column of trials")
+    confidence: float | None = Field(None, gt=0, lt=1, description="binomial check: e.g. 0.99")
 
     @model_validator(mode="after")
     def _one_form(self) -> Check:
+        if self.trials is not None or self.confidence is not None:
+            if self.trials is None or self.confidence is None or self.target is None:
+                raise ValueError("a binomial check needs trials, confidence and target")
+            if self.tolerance_percent is not None or self.min is not None or self.max is not None:
+                raise ValueError("a binomial check's bound is its confidence interval: no tolerance, min or max")
+            return self
         if (self.target is None) != (self.tolerance_percent is None):
             raise ValueError("target and tolerance_percent go together")
+        if self.tolerance_absolute is not None and self.tolerance_percent is None:
+            raise ValueError("tolerance_absolute is a floor under tolerance_percent: give both")
         if self.target is None and self.min is None and self.max is None:
             raise ValueError("a check needs target + tolerance_percent, or min and/or max")
         return self
@@ -131,7 +147,7 @@ class Check(Strict):
     def bounds(self) -> tuple[float | None, float | None]:
         lo, hi = self.min, self.max
         if self.target is not None and self.tolerance_percent is not None:
-            d = abs(self.target) * self.tolerance_percent / 100
+            d = max(abs(self.target) * self.tolerance_percent / 100, self.tolerance_absolute or 0.0)
             lo = self.target - d if lo is None else max(lo, self.target - d)
             hi = self.target + d if hi is None else min(hi, self.target + d)
         return lo, hi
@@ -182,6 +198,9 @@ class Experiment(Strict):
     impairments: list[LinkImpairment] = Field(
         default_factory=list, description="per link and direction, beyond the topology's link rates"
     )
+    self_check: bool = Field(
+        True, description="before the workload, measure each impaired link's rate, delay and loss (see docs)"
+    )
     impairment_backend: Literal["auto", "netem", "fallback"] = Field(
         "auto", description="auto: netem where the kernel has sch_netem, else the fallback"
     )
@@ -227,6 +246,8 @@ class Experiment(Strict):
                 if tuple(f.link) not in linked:
                     raise ValueError(f"phase {phase.name} faults.{i}: no link between {f.link[0]} and {f.link[1]}")
         for m in self.measurements:
+            if m.phase is not None and m.phase not in {p.name for p in self.phases}:
+                raise ValueError(f"measurement {m.name}: no phase {m.phase!r} ({[p.name for p in self.phases]})")
             if m.node not in hosts:
                 raise ValueError(f"measurement {m.name}: {m.node!r} is not a host")
             if m.interface and m.interface not in intfs[m.node]:

@@ -70,9 +70,13 @@ def format_duration(seconds: float) -> str:
 
 
 def parse_quantity(value: str | float | int) -> float:
-    """A number, or a duration / rate / size string, in base units (for check bounds and targets)."""
+    """A number, or a duration / rate / size / percentage string, in base units (for check bounds and
+    targets); a percentage becomes a ratio ('1%' -> 0.01)."""
     if isinstance(value, (int, float)) and not isinstance(value, bool):
         return float(value)
+    m = re.match(rf"^\s*{_NUM}\s*%\s*$", str(value))
+    if m:
+        return float(m.group(1)) / 100
     for parse in (parse_rate, parse_duration, parse_size):
         try:
             return float(parse(value))
@@ -81,7 +85,7 @@ def parse_quantity(value: str | float | int) -> float:
     try:
         return float(value)
     except ValueError:
-        raise ValueError(f"{value!r} is neither a number nor a duration, rate or size with a unit") from None
+        raise ValueError(f"{value!r} is neither a number nor a duration, rate, size or percentage") from None
 
 
 # Field types for pydantic models: accept the unit string, hold base units, serialize back to a string.

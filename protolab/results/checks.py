@@ -42,9 +42,12 @@ def evaluate(points: Sequence[Point], rows: Iterable[Mapping[str, Any]]) -> list
         for c in p.experiment.checks:
             if not applies(c, p.values):
                 continue
-            measured = mean(r.get(c.column) for r in prow)
-            lo, hi = c.bounds()
-            passed = measured is not None and (lo is None or measured >= lo) and (hi is None or measured <= hi)
+            if c.trials is not None:
+                measured, lo, hi, passed = _binomial(c, prow)
+            else:
+                measured = mean(r.get(c.column) for r in prow)
+                lo, hi = c.bounds()
+                passed = measured is not None and (lo is None or measured >= lo) and (hi is None or measured <= hi)
             out.append(
                 {
                     "name": c.name,
@@ -54,9 +57,34 @@ def evaluate(points: Sequence[Point], rows: Iterable[Mapping[str, Any]]) -> list
                     "measured": measured,
                     "bound": {"min": lo, "max": hi},
                     "passed": bool(passed),
+                    **(
+                        {"target": c.target, "confidence": c.confidence, "trials_column": c.trials}
+                        if c.trials is not None
+                        else {}
+                    ),
                 }
             )
     return out
+
+
+def binomial_interval(events: int, trials: int, confidence: float) -> tuple[float, float]:
+    """Exact (Clopper-Pearson) interval of a proportion."""
+    from scipy.stats import binomtest
+
+    ci = binomtest(events, trials).proportion_ci(confidence_level=confidence)
+    return float(ci.low), float(ci.high)
+
+
+def _binomial(c: Check, rows: Sequence[Mapping[str, Any]]) -> tuple[float | None, float | None, float | None, bool]:
+    """Pooled proportion over the repetitions, its interval, and whether the target lies inside."""
+    pairs = [(r.get(c.column), r.get(c.trials)) for r in rows]
+    pairs = [(float(k), float(n)) for k, n in pairs if k not in (None, "") and n not in (None, "")]
+    events, trials = int(sum(k for k, _ in pairs)), int(sum(n for _, n in pairs))
+    if trials <= 0 or not 0 <= events <= trials:
+        return None, None, None, False
+    lo, hi = binomial_interval(events, trials, c.confidence or 0.99)
+    assert c.target is not None
+    return events / trials, lo, hi, lo <= c.target <= hi
 
 
 def statistics(rows: Iterable[Mapping[str, Any]], columns: Sequence[str]) -> dict[str, dict[str, dict[str, Any]]]:

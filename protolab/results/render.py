@@ -477,7 +477,9 @@ def _check_rows(summary: Mapping[str, Any], sweep: Sweep) -> list[dict[str, Any]
     for c in sorted(summary.get("checks") or [], key=lambda c: bool(c.get("passed"))):
         bound = c.get("bound") or {}
         lo, hi = bound.get("min"), bound.get("max")
-        disp = Display.for_column(c["column"], [v for v in (c.get("measured"), lo, hi) if v is not None])
+        binomial = c.get("trials_column") is not None  # measured is a proportion; the bound is its interval
+        column = f"{c['column']}_as_ratio" if binomial else c["column"]
+        disp = Display.for_column(column, [v for v in (c.get("measured"), lo, hi) if v is not None])
         values = {k: axis_str(v) for k, v in (c.get("values") or {}).items()}
         out.append(
             {
@@ -486,7 +488,12 @@ def _check_rows(summary: Mapping[str, Any], sweep: Sweep) -> list[dict[str, Any]
                 "label": sweep.point_labels.get(c.get("point", "")) or ", ".join(f"{k}={v}" for k, v in values.items()),
                 "column": c["column"],
                 "measured": disp.with_unit(c.get("measured")) if c.get("measured") is not None else "not measured",
-                "bound": disp.bound(lo, hi),
+                "bound": (
+                    f"{disp.with_unit(c.get('target'))} inside the {100 * (c.get('confidence') or 0):g}% interval "
+                    + disp.bound(lo, hi)
+                    if binomial
+                    else disp.bound(lo, hi)
+                ),
                 "passed": bool(c.get("passed")),
             }
         )

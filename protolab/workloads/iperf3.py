@@ -1,7 +1,8 @@
 """iperf3 between two container hosts: TCP throughput, or UDP at an offered rate (packets/s, loss).
 
 Columns: `<task>_goodput_bits_per_second` (application payload delivered, from the receiver's report),
-`<task>_packets_per_second` and `<task>_loss_ratio` for UDP, `<task>_retransmits_total` for TCP.
+`<task>_packets_per_second`, `<task>_loss_ratio` and the datagram counts `<task>_{sent,lost}_total` (for
+binomial checks) for UDP, `<task>_retransmits_total` for TCP.
 """
 
 from __future__ import annotations
@@ -23,6 +24,7 @@ class Iperf3Task(TaskModel):
     rate: BitsPerSecond | None = Field(None, description="UDP: offered payload rate (required); TCP: a cap")
     length: Bytes | None = Field(None, description="UDP datagram / TCP write size in bytes")
     port: int = Field(5201, ge=1024, le=65535)
+    overdrive: float = Field(1.0, ge=0.1, le=10, description="offer rate x this (e.g. 1.2 to saturate a shaper)")
 
     @model_validator(mode="after")
     def _udp_needs_rate(self) -> Iperf3Task:
@@ -39,6 +41,7 @@ class Iperf3Task(TaskModel):
         cols = [f"{self.name}_goodput_bits_per_second"]
         if self.protocol == "udp":
             cols += [f"{self.name}_packets_per_second", f"{self.name}_loss_ratio"]
+            cols += [f"{self.name}_sent_total", f"{self.name}_lost_total"]
         else:
             cols += [f"{self.name}_retransmits_total"]
         return cols

@@ -13,14 +13,19 @@ from typing import Any
 from . import RUNNERS
 from .iperf3 import Iperf3Task
 
+HANDSHAKE_ERROR = "unable to read from stream socket"
+UDP_HANDSHAKE_RETRIES = 2
+
 
 class Iperf3Runner:
-    def __init__(self, task: Iperf3Task, lab: Any) -> None:
+    def __init__(self, task: Iperf3Task, lab: Any, address: str | None = None) -> None:
         self.task, self.lab = task, lab
+        self.address = address  # the server's address to use (default: its first interface's)
         self._server_out: tuple[int, str, str] | None = None
         self._server_thread: threading.Thread | None = None
         self.client_report: dict[str, Any] = {}
         self.server_report: dict[str, Any] = {}
+        self.retries = 0
 
     def prepare(self) -> None:
         t = self.task
@@ -35,17 +40,35 @@ class Iperf3Runner:
         if code != 0:
             raise RuntimeError(f"iperf3 task {t.name}: server on {t.server} did not listen on port {t.port}")
 
+    def _restart_server(self) -> None:
+        if self._server_thread is not None:
+            self._server_thread.join(timeout=3)
+        if self._server_thread is None or self._server_thread.is_alive():
+            self.lab.exec(self.task.server, ["pkill", "-f", f"iperf3 -s -1 -J -p {self.task.port}"])
+        self._server_out = None
+        self.prepare()
+
     def run(self) -> None:
         t = self.task
-        cmd = ["iperf3", "-c", self.lab.ip(t.server), "-p", str(t.port), "-t", f"{t.duration:g}", "-J"]
+        cmd = ["iperf3", "-c", self.address or self.lab.ip(t.server), "-p", str(t.port), "-t", f"{t.duration:g}", "-J"]
         if t.protocol == "udp":
             cmd += ["-u"]
         if t.rate is not None:
-            cmd += ["-b", f"{int(t.rate)}"]
+            cmd += ["-b", f"{int(t.rate * t.overdrive)}"]
         if t.length is not None:
             cmd += ["-l", str(t.length)]
-        code, out, err = self.lab.exec(t.client, cmd)
-        self.client_report = _parse(out, f"iperf3 client {t.name} on {t.client}", code, err)
+        for attempt in range(UDP_HANDSHAKE_RETRIES + 1):
+            code, out, err = self.lab.exec(t.client, cmd)
+            try:
+                self.client_report = _parse(out, f"iperf3 client {t.name} on {t.client}", code, err)
+                break
+            except RuntimeError as exc:
+                # iperf3 3.12 opens a UDP test with one datagram each way and no retry: on a lossy link that
+                # exchange itself can be lost. Start again (counted), rather than lose the measurement.
+                if t.protocol != "udp" or attempt == UDP_HANDSHAKE_RETRIES or HANDSHAKE_ERROR not in str(exc):
+                    raise
+                self.retries += 1
+                self._restart_server()
         assert self._server_thread is not None
         self._server_thread.join(timeout=t.duration + 30)
         if self._server_out is None:
@@ -64,6 +87,8 @@ class Iperf3Runner:
                 f"{t.name}_goodput_bits_per_second": received.get("bits_per_second"),
                 f"{t.name}_packets_per_second": delivered / secs if secs else None,
                 f"{t.name}_loss_ratio": (s.get("lost_percent") or 0.0) / 100,
+                f"{t.name}_sent_total": s.get("packets"),
+                f"{t.name}_lost_total": s.get("lost_packets"),
             }
         sent = self.client_report.get("end", {}).get("sum_sent", {})
         return {

@@ -1,0 +1,259 @@
+"""The self-check: before any workload, measure what each impaired link direction really does.
+
+For every direction the spec impairs, a probe pair of hosts is chosen whose path crosses it (the
+direction's own ends where they are hosts, else a host on the other side of the switch). Then, one after
+the other and with nothing else running:
+
+- delay and loss: `ping`, 1000 requests 2 ms apart (slower on slow links, fewer on long paths); the mean RTT against the
+  configured delays of the forward and reverse path, within max(0.5 ms, 2 %); the configured random loss
+  (and corruption, which the receiver's checksum turns into loss) of both paths must lie inside the
+  99.9 % exact binomial interval of the requests that went unanswered. The RTT's standard deviation is
+  reported beside the configured jitter (root-sum-square along the path), not checked: realized jitter
+  is a report, not a promise. Bursty (Gilbert-Elliott) loss is reported without the interval check: its
+  losses are not independent;
+- rate (when the spec sets one on the path): UDP at 1.2 x the path rate; the shaping device's transmit
+  counter, sampled every 100 ms, over the steady middle of the stream, within 3 %.
+
+The result goes into manifest.json (per deployment) and every miss into summary.json's invalid reasons.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import statistics
+import threading
+import time
+from dataclasses import dataclass, field
+from typing import Any
+
+from . import impair
+from .impair import Endpoint, Impairment
+from .shell import run
+from .workloads.iperf3 import Iperf3Task
+from .workloads.iperf3_runner import Iperf3Runner
+from .workloads.ping_runner import parse as parse_ping
+
+RATE_TOLERANCE = 0.03
+DELAY_TOLERANCE, DELAY_FLOOR = 0.02, 0.0005
+LOSS_CONFIDENCE = 0.999
+PING_COUNT, PING_INTERVAL, PING_FRAME = 1000, 0.002, 56 + 8 + 20 + 14
+PING_MIN_COUNT, PING_SECONDS, PING_PIPE = 200, 2.0, 40
+RATE_OVERDRIVE = 1.2
+UDP_OVERHEAD = 8 + 20 + 14  # UDP + IPv4 + Ethernet header bytes on the wire per datagram
+RATE_PORT = 5298
+
+
+@dataclass
+class ProbePath:
+    direction: tuple[str, str]
+    src: str
+    dst: str
+    dst_ip: str
+    path: list[tuple[str, str]] = field(default_factory=list)
+
+    def describe(self) -> dict[str, Any]:
+        return {"src": self.src, "dst": self.dst, "dst_ip": self.dst_ip, "path": [f"{a}->{b}" for a, b in self.path]}
+
+
+def _ip_on(link: Any, node: str) -> str | None:
+    ip = link.ip1 if link.node1 == node else link.ip2
+    return ip.split("/")[0] if ip else None
+
+
+def plan(topology: Any, direction: tuple[str, str], impaired: set[tuple[str, str]]) -> ProbePath | str:
+    """A probe pair whose forward path crosses `direction`, or why there is none."""
+    a, b = direction
+    hosts = {h.name for h in topology.hosts}
+    links = {(lk.node1, lk.node2): lk for lk in topology.links} | {(lk.node2, lk.node1): lk for lk in topology.links}
+    ab = links[(a, b)]
+
+    def candidates(switch: str, other: str) -> list[tuple[str, Any]]:
+        """Hosts on `switch` other than `other`, those whose links are not impaired themselves first."""
+        near = [(n, lk) for (s, n), lk in links.items() if s == switch and n != other and n in hosts]
+        return sorted(near, key=lambda x: ((switch, x[0]) in impaired or (x[0], switch) in impaired, x[0]))
+
+    if b in hosts:
+        dst, dst_ip, tail = b, _ip_on(ab, b), []
+    else:
+        far = [(n, lk) for n, lk in candidates(b, a) if _ip_on(lk, n)]
+        if not far:
+            return f"no host with an address behind {b}"
+        dst, lk = far[0]
+        dst_ip, tail = _ip_on(lk, dst), [(b, dst)]
+    if dst_ip is None:
+        return f"{b} has no address on the link from {a}"
+    if a in hosts:
+        src, head = a, []
+    else:
+        subnet = dst_ip.rsplit(".", 1)[0]
+        near = [n for n, lk in candidates(a, b) if n != dst and (_ip_on(lk, n) or "").startswith(subnet + ".")]
+        if not near:
+            return f"no host on {a} in the subnet of {dst_ip}"
+        src, head = near[0], [(near[0], a)]
+    return ProbePath(direction, src, dst, dst_ip, [*head, (a, b), *tail])
+
+
+@dataclass
+class Expected:
+    rate_bps: float | None
+    rtt_seconds: float
+    jitter_seconds: float
+    loss_ratio: float
+    bursty: bool
+    rated: tuple[str, str] | None  # the spec-rated direction on the path (measured at its shaping device)
+
+
+def expected(p: ProbePath, configured: dict[tuple[str, str], tuple[Impairment, str]], spec_rated: set) -> Expected:
+    def imp(d: tuple[str, str]) -> Impairment:
+        return configured.get(d, (Impairment(), "sender"))[0]
+
+    fwd, rev = p.path, [(y, x) for x, y in reversed(p.path)]
+    rates = [imp(d).rate for d in fwd if imp(d).rate]
+    keep = 1.0  # an echo is answered when the request and the reply both get through
+    for d in fwd + rev:
+        i = imp(d)
+        loss = i.loss_model.mean_loss() if i.loss_model else (i.loss or 0.0)
+        keep *= (1 - loss) * (1 - (i.corrupt_probability(PING_FRAME) or 0.0))
+    rated = [d for d in fwd if d in spec_rated and imp(d).rate]
+    return Expected(
+        rate_bps=min(rates) if rated else None,
+        rtt_seconds=sum(imp(d).delay or 0.0 for d in fwd + rev),
+        jitter_seconds=math.sqrt(sum((imp(d).jitter or 0.0) ** 2 for d in fwd + rev)),
+        loss_ratio=1 - keep,
+        bursty=any(imp(d).loss_model for d in fwd + rev),
+        rated=min(rated, key=lambda d: imp(d).rate or math.inf) if rated else None,
+    )
+
+
+def _tx_bytes(dev: Endpoint) -> int:
+    out = run(dev.cmd("ip", "-s", "-j", "link", "show", "dev", dev.intf))
+    return int(json.loads(out)[0]["stats64"]["tx"]["bytes"])
+
+
+def _udp(lab: Any, p: ProbePath, rate: float, length: int, seconds: float, port: int) -> Iperf3Runner:
+    task = Iperf3Task(kind="iperf3", name="selfcheck", client=p.src, server=p.dst, protocol="udp",
+                      rate=f"{int(rate)}bit", length=length, duration=f"{seconds:g}s", port=port)  # fmt: skip
+    r = Iperf3Runner(task, lab, address=p.dst_ip)
+    r.prepare()
+    return r
+
+
+def measure_rate(lab: Any, p: ProbePath, want: Expected) -> tuple[float | None, str]:
+    """Transmit rate of the shaping device of the spec-rated direction, over the stream's steady part."""
+    assert want.rate_bps and want.rated
+    sender, receiver = lab._ends(*want.rated)
+    at = lab.configured.get(want.rated, (None, "sender"))[1]
+    dev = sender if at == "sender" else impair.ifb_for(receiver)
+    seconds = math.ceil(2.0 + 4 * want.rtt_seconds)  # iperf3's control handshake takes RTTs before the stream starts
+    payload = 1400
+    r = _udp(lab, p, RATE_OVERDRIVE * want.rate_bps * payload / (payload + UDP_OVERHEAD), payload, seconds, RATE_PORT)
+    samples: list[tuple[float, int]] = []
+    th = threading.Thread(target=r.run, daemon=True)
+    th.start()
+    while th.is_alive():
+        t = time.monotonic()
+        samples.append((t, _tx_bytes(dev)))
+        time.sleep(max(0.0, 0.1 - (time.monotonic() - t)))
+    th.join()
+    moving = [i for i in range(1, len(samples)) if samples[i][1] > samples[i - 1][1] + 1500]
+    if len(moving) < 8:
+        return None, f"the stream moved the counter of {dev.intf} in only {len(moving)} samples"
+    lo, hi = moving[0] + 3, moving[-1] - 3  # leave out ramp-up and the tail (300 ms each side)
+    if hi - lo < 5:
+        return None, "too short a steady stream to measure the rate"
+    (t0, b0), (t1, b1) = samples[lo], samples[hi]
+    return (b1 - b0) * 8 / (t1 - t0), f"tx counter of {dev.intf} over {t1 - t0:.2f} s"
+
+
+def _path_rate(lab: Any, p: ProbePath) -> float | None:
+    rates = [lab.configured.get(d, (Impairment(), ""))[0].rate for d in p.path]
+    return min((r for r in rates if r), default=None)
+
+
+def measure_echo(lab: Any, p: ProbePath, want: Expected) -> tuple[int, list[float]]:
+    """(requests sent, RTTs of the answered ones); requests at most a tenth of the path's rate."""
+    rate = _path_rate(lab, p)
+    interval = max(PING_INTERVAL, 10 * PING_FRAME * 8 / rate) if rate else PING_INTERVAL
+    wait = max(1, math.ceil(2 * want.rtt_seconds + 4 * want.jitter_seconds + 0.5))
+    # iputils ping keeps about 40 requests outstanding: on long paths it sends slower than asked
+    count = max(PING_MIN_COUNT, min(PING_COUNT, int(PING_SECONDS * PING_PIPE / max(want.rtt_seconds, 1e-3))))
+    cmd = ["ping", "-D", "-n", "-c", str(count), "-i", f"{interval:g}"]
+    cmd += ["-W", str(wait), p.dst_ip]
+    code, out, err = lab.exec(p.src, cmd)
+    if code not in (0, 1):
+        raise RuntimeError(f"self-check ping {p.src} -> {p.dst_ip}: exit {code}: {(err or out).strip()[-200:]}")
+    sent, echoes = parse_ping(out)
+    return sent, [e.rtt for e in echoes]
+
+
+def check_direction(lab: Any, p: ProbePath, want: Expected) -> dict[str, Any]:
+    from .results.checks import binomial_interval
+
+    a, b = p.direction
+    out: dict[str, Any] = {"from": a, "to": b, "probe": p.describe(), "failures": [], "notes": []}
+    conf: dict[str, Any] = {"rtt_seconds": want.rtt_seconds, "jitter_seconds": want.jitter_seconds,
+                            "loss_ratio": want.loss_ratio}  # fmt: skip
+    meas: dict[str, Any] = {}
+    sent, rtts = measure_echo(lab, p, want)
+    if rtts:
+        mean_rtt = statistics.fmean(rtts)
+        meas |= {"rtt_mean_seconds": mean_rtt, "rtt_stddev_seconds": statistics.pstdev(rtts)}
+        bound = max(DELAY_FLOOR, DELAY_TOLERANCE * want.rtt_seconds)
+        if abs(mean_rtt - want.rtt_seconds) > bound:
+            out["failures"].append(f"RTT {mean_rtt * 1e3:.3f} ms, configured {want.rtt_seconds * 1e3:.3f} ms "
+                                   f"(bound ±{bound * 1e3:.3f} ms)")  # fmt: skip
+    else:
+        out["failures"].append(f"no echo replies from {p.dst_ip} in {sent} requests")
+    lost = sent - len(rtts)
+    meas |= {"lost": lost, "sent": sent, "loss_ratio": lost / sent if sent else None}
+    if sent:
+        lo, hi = binomial_interval(lost, sent, LOSS_CONFIDENCE)
+        meas["loss_interval"] = [lo, hi]
+        if want.bursty:
+            out["notes"].append("bursty (Gilbert-Elliott) loss: reported, not checked against a binomial interval")
+        elif not lo <= want.loss_ratio <= hi:
+            out["failures"].append(f"loss {lost}/{sent}: configured {want.loss_ratio:.4%} is outside the "
+                                   f"{LOSS_CONFIDENCE:.1%} interval {lo:.4%}..{hi:.4%}")  # fmt: skip
+    if want.rate_bps:
+        conf["rate_bps"] = want.rate_bps
+        rate, how = measure_rate(lab, p, want)
+        meas["rate_bps"], out["rate_method"] = rate, how
+        if rate is None:
+            out["failures"].append(f"rate not measured: {how}")
+        elif abs(rate / want.rate_bps - 1) > RATE_TOLERANCE:
+            out["failures"].append(f"rate {rate / 1e6:.3f} Mbit/s, configured {want.rate_bps / 1e6:.3f} Mbit/s "
+                                   f"(bound ±{RATE_TOLERANCE:.0%})")  # fmt: skip
+    out["configured"], out["measured"], out["passed"] = conf, meas, not out["failures"]
+    return out
+
+
+def run_all(lab: Any, log: Any = print) -> list[dict[str, Any]]:
+    """Probe every direction the spec impairs; one result per direction (probed or not, and why)."""
+    dirs = list(dict.fromkeys(d for item in lab.impairments for d in item.directions()))
+    spec_rated = {d for item in lab.impairments if item.rate for d in item.directions()}
+    results = []
+    for d in dirs:
+        p = plan(lab.topology, d, set(dirs))
+        if isinstance(p, str):
+            results.append({"from": d[0], "to": d[1], "passed": True, "skipped": p, "failures": []})
+            log(f"self-check {d[0]}->{d[1]}: not probed ({p})")
+            continue
+        want = expected(p, lab.configured, spec_rated)
+        res = check_direction(lab, p, want)
+        results.append(res)
+        log(f"self-check {d[0]}->{d[1]} via {p.src}->{p.dst}: " + summarize(res))
+    return results
+
+
+def summarize(res: dict[str, Any]) -> str:
+    c, m = res.get("configured", {}), res.get("measured", {})
+    parts = []
+    if m.get("rtt_mean_seconds") is not None:
+        parts.append(f"RTT {m['rtt_mean_seconds'] * 1e3:.2f} ms (conf. {c['rtt_seconds'] * 1e3:.2f})")
+    if m.get("sent"):
+        parts.append(f"loss {m['loss_ratio']:.2%} (conf. {c['loss_ratio']:.2%})")
+    if m.get("rate_bps") is not None:
+        parts.append(f"rate {m['rate_bps'] / 1e6:.3f} Mbit/s (conf. {c['rate_bps'] / 1e6:.3f})")
+    verdict = "ok" if res["passed"] else "MISSED: " + "; ".join(res["failures"])
+    return ", ".join(parts) + f" -- {verdict}"

@@ -1,0 +1,134 @@
+"""Reading ping output into outages and edges, the self-check's probe plan and expectations, and
+binomial checks. No lab: pure functions on captured or constructed data."""
+
+from __future__ import annotations
+
+import math
+from types import SimpleNamespace
+
+import pytest
+
+from protolab import selfcheck, topo
+from protolab.impair import GilbertElliott, Impairment
+from protolab.results.checks import evaluate
+from protolab.spec import Check
+from protolab.units import parse_quantity
+from protolab.workloads.ping_runner import edge_errors, outages, parse
+
+PING = """PING 10.0.1.2 (10.0.1.2) 56(84) bytes of data.
+[1000.0105] 64 bytes from 10.0.1.2: icmp_seq=1 ttl=64 time=0.500 ms
+[1000.0205] 64 bytes from 10.0.1.2: icmp_seq=2 ttl=64 time=0.500 ms
+[1000.0205] 64 bytes from 10.0.1.2: icmp_seq=2 ttl=64 time=0.600 ms (DUP!)
+[1000.0705] 64 bytes from 10.0.1.2: icmp_seq=7 ttl=64 time=0.500 ms
+[1000.0805] 64 bytes from 10.0.1.2: icmp_seq=8 ttl=64 time=0.500 ms
+
+--- 10.0.1.2 ping statistics ---
+9 packets transmitted, 4 received, +1 duplicates, 55.5556% packet loss, time 80ms
+"""
+
+
+def test_ping_parse_keeps_first_replies_and_send_times():
+    sent, echoes = parse(PING)
+    assert sent == 9 and [e.seq for e in echoes] == [1, 2, 7, 8]
+    assert echoes[0].sent == pytest.approx(1000.01) and echoes[0].rtt == pytest.approx(0.0005)
+
+
+def test_outage_edges_sit_halfway_between_probes():
+    sent, echoes = parse(PING)
+    found = outages(sent, echoes, 0.01)
+    # requests 3..6 unanswered: sent at 1000.03..1000.06 (interpolated); 9 is a trailing single loss
+    assert len(found) == 1 and found[0].lost == 4
+    assert found[0].start == pytest.approx(1000.025) and found[0].end == pytest.approx(1000.065)
+    down = SimpleNamespace(action="down", wall=1000.027)
+    up = SimpleNamespace(action="up", wall=1000.061)
+    errs = edge_errors(found, [down, up, SimpleNamespace(action="set", wall=1000.0)])
+    assert errs == pytest.approx([-0.002, 0.004])
+
+
+def test_an_edge_the_probes_never_saw_is_infinite_not_zero():
+    sent, echoes = parse(PING)
+    assert edge_errors([], [SimpleNamespace(action="down", wall=1.0)]) == [math.inf]
+    assert outages(sent, echoes, 0.01, min_lost=5) == []
+
+
+def test_ping_without_statistics_is_an_error():
+    with pytest.raises(ValueError, match="no ping statistics"):
+        parse("ping: connect: Network is unreachable\n")
+
+
+def _switched(n: int = 3):
+    return topo.build("switched", {"hosts": n, "rate": "100Mbit"})
+
+
+def test_probe_plan_crosses_the_direction_with_unimpaired_hosts_first():
+    t = _switched()
+    p = selfcheck.plan(t, ("s1", "h2"), {("s1", "h2"), ("h1", "s1")})
+    assert (p.src, p.dst, p.dst_ip) == ("h3", "h2", "10.0.1.2")  # h1's link is impaired: h3 is cleaner
+    assert p.path == [("h3", "s1"), ("s1", "h2")]
+    q = selfcheck.plan(t, ("h1", "s1"), {("h1", "s1")})
+    assert (q.src, q.dst) == ("h1", "h2") and q.path == [("h1", "s1"), ("s1", "h2")]
+
+
+def test_probe_plan_on_dual_homed_path_b_uses_path_b_addresses():
+    t = topo.build("dual_homed", {"hosts": 2, "rate": "10Mbit"})
+    p = selfcheck.plan(t, ("s2", "h2"), {("s2", "h2")})
+    assert (p.src, p.dst_ip) == ("h1", "10.0.2.2")
+
+
+def test_expected_figures_compose_along_the_path():
+    t = _switched()
+    p = selfcheck.plan(t, ("h1", "s1"), {("h1", "s1")})
+    base = Impairment(rate="100Mbit")
+    configured = {
+        ("h1", "s1"): (Impairment(rate="10Mbit", delay="10ms", jitter="3ms", loss="1%"), "sender"),
+        ("s1", "h2"): (Impairment(rate="100Mbit", delay="5ms", jitter="4ms", loss="2%"), "sender"),
+        ("h2", "s1"): (base, "sender"),
+        ("s1", "h1"): (Impairment(rate="100Mbit", delay="1ms"), "sender"),
+    }
+    want = selfcheck.expected(p, configured, spec_rated={("h1", "s1")})
+    assert want.rate_bps == 10e6 and want.rated == ("h1", "s1")
+    assert want.rtt_seconds == pytest.approx(0.016)
+    assert want.jitter_seconds == pytest.approx(0.005)
+    assert want.loss_ratio == pytest.approx(1 - 0.99 * 0.98)
+    assert not want.bursty
+    ge = {("h1", "s1"): (Impairment(loss_model=GilbertElliott(p="1%", r="10%")), "sender")}
+    assert selfcheck.expected(p, ge, set()).bursty and selfcheck.expected(p, ge, set()).rate_bps is None
+
+
+def test_percent_quantities_are_ratios():
+    assert parse_quantity("1%") == pytest.approx(0.01) and parse_quantity(" 0.1 %") == pytest.approx(0.001)
+
+
+def _point(check: Check):
+    exp = SimpleNamespace(checks=[check])
+    return SimpleNamespace(id="p000", index=0, values={"loss": "1%"}, experiment=exp)
+
+
+def test_binomial_check_pools_repetitions_and_tests_the_target():
+    c = Check(name="loss", column="u_lost_total", trials="u_sent_total", target="1%", confidence=0.99)
+    rows = [{"point": "p000", "u_lost_total": 9, "u_sent_total": 1000},
+            {"point": "p000", "u_lost_total": 12, "u_sent_total": 1000}]  # fmt: skip
+    (r,) = evaluate([_point(c)], rows)
+    assert r["passed"] and r["measured"] == pytest.approx(0.0105) and r["bound"]["min"] < 0.01 < r["bound"]["max"]
+    far = [{"point": "p000", "u_lost_total": 60, "u_sent_total": 2000}]
+    (r,) = evaluate([_point(c)], far)
+    assert not r["passed"] and r["bound"]["min"] > 0.01
+
+
+def test_binomial_check_with_nothing_sent_fails():
+    c = Check(name="loss", column="u_lost_total", trials="u_sent_total", target="1%", confidence=0.99)
+    (r,) = evaluate([_point(c)], [{"point": "p000", "u_lost_total": None, "u_sent_total": None}])
+    assert not r["passed"] and r["measured"] is None
+
+
+def test_check_forms_are_validated():
+    with pytest.raises(ValueError, match="binomial check needs"):
+        Check(name="x", column="a_total", trials="b_total", target="1%")
+    with pytest.raises(ValueError, match="no tolerance"):
+        Check(name="x", column="a_total", trials="b_total", target="1%", confidence=0.99, max=1)
+    with pytest.raises(ValueError, match="floor"):
+        Check(name="x", column="a_seconds", min=0, tolerance_absolute="0.5ms")
+    c = Check(name="d", column="a_seconds", target="100ms", tolerance_percent=2, tolerance_absolute="0.5ms")
+    assert c.bounds() == pytest.approx((0.098, 0.102))
+    c = Check(name="d", column="a_seconds", target="1ms", tolerance_percent=2, tolerance_absolute="0.5ms")
+    assert c.bounds() == pytest.approx((0.0005, 0.0015))

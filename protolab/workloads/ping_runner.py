@@ -1,0 +1,162 @@
+"""Running a ping task in a lab, and reading `ping -D -n` output (iputils) into figures."""
+
+from __future__ import annotations
+
+import math
+import re
+import statistics
+from dataclasses import dataclass
+from typing import Any
+
+from . import RUNNERS
+from .ping import PingTask
+
+_REPLY = re.compile(r"^\[(\d+\.\d+)\] \d+ bytes from \S+: icmp_seq=(\d+) ttl=\d+ time=([\d.]+) ms(.*)$", re.M)
+_SENT = re.compile(r"^(\d+) packets transmitted", re.M)
+
+
+@dataclass
+class Echo:
+    seq: int
+    sent: float  # unix time the request left (reply time minus RTT)
+    rtt: float  # seconds
+
+
+@dataclass
+class Outage:
+    start: float
+    end: float | None  # None: still out when the probes stopped
+    lost: int
+
+
+def parse(out: str) -> tuple[int, list[Echo]]:
+    """(requests sent, first reply of each answered request). Duplicates (DUP!) are left out."""
+    m = _SENT.search(out)
+    if not m:
+        raise ValueError(f"no ping statistics in output: {out.strip()[-300:]!r}")
+    echoes: dict[int, Echo] = {}
+    for ts, seq, ms, rest in _REPLY.findall(out):
+        if "DUP!" in rest or int(seq) in echoes:
+            continue
+        rtt = float(ms) / 1000
+        echoes[int(seq)] = Echo(int(seq), float(ts) - rtt, rtt)
+    return int(m.group(1)), sorted(echoes.values(), key=lambda e: e.seq)
+
+
+def send_times(sent: int, echoes: list[Echo], interval: float) -> dict[int, float]:
+    """Send time of every request 1..sent: measured for answered ones, interpolated for the others."""
+    known = {e.seq: e.sent for e in echoes}
+    if not known:
+        return {}
+    seqs = sorted(known)
+    out: dict[int, float] = {}
+    j = 0
+    for s in range(1, sent + 1):
+        if s in known:
+            out[s] = known[s]
+            continue
+        while j + 1 < len(seqs) and seqs[j + 1] < s:
+            j += 1
+        lo = seqs[j] if seqs[j] < s else None
+        hi = next((q for q in seqs[j:] if q > s), None)
+        if lo is not None and hi is not None:
+            out[s] = known[lo] + (known[hi] - known[lo]) * (s - lo) / (hi - lo)
+        elif lo is not None:
+            out[s] = known[lo] + (s - lo) * interval
+        else:
+            assert hi is not None
+            out[s] = known[hi] - (hi - s) * interval
+    return out
+
+
+def outages(sent: int, echoes: list[Echo], interval: float, min_lost: int = 3) -> list[Outage]:
+    """Runs of at least `min_lost` consecutive unanswered requests (shorter runs are ordinary loss)."""
+    answered = {e.seq for e in echoes}
+    times = send_times(sent, echoes, interval)
+    out: list[Outage] = []
+    s = 1
+    while s <= sent:
+        if s in answered:
+            s += 1
+            continue
+        first = s
+        while s <= sent and s not in answered:
+            s += 1
+        last = s - 1
+        if last - first + 1 < min_lost or first not in times:
+            continue
+        start = (times[first - 1] + times[first]) / 2 if first - 1 in times else times[first]
+        end = (times[last] + times[last + 1]) / 2 if last + 1 in times and last + 1 in answered else None
+        out.append(Outage(start, end, last - first + 1))
+    return out
+
+
+def edge_errors(found: list[Outage], events: list[Any]) -> list[float]:
+    """For every link down/up event: signed seconds from the event to the nearest outage edge."""
+    errs: list[float] = []
+    starts = [o.start for o in found]
+    ends = [o.end for o in found if o.end is not None]
+    for ev in events:
+        if ev.wall is None or ev.action not in ("down", "up"):
+            continue
+        edges = starts if ev.action == "down" else ends
+        if not edges:
+            errs.append(math.inf)  # the probes never saw this edge
+            continue
+        errs.append(min((t - ev.wall for t in edges), key=abs))
+    return errs
+
+
+def _quantile(sorted_values: list[float], q: float) -> float:
+    """Linear interpolation between closest ranks (numpy's default)."""
+    pos = (len(sorted_values) - 1) * q
+    lo = math.floor(pos)
+    hi = min(lo + 1, len(sorted_values) - 1)
+    return sorted_values[lo] + (sorted_values[hi] - sorted_values[lo]) * (pos - lo)
+
+
+class PingRunner:
+    def __init__(self, task: PingTask, lab: Any) -> None:
+        self.task, self.lab = task, lab
+        self.sent = 0
+        self.echoes: list[Echo] = []
+
+    def prepare(self) -> None:
+        pass
+
+    def run(self) -> None:
+        t = self.task
+        cmd = ["ping", "-D", "-n", "-c", str(t.count()), "-i", f"{t.interval:g}"]
+        cmd += ["-s", str(t.size), "-W", f"{max(1, math.ceil(t.timeout))}", self.lab.ip(t.server)]
+        code, out, err = self.lab.exec(t.client, cmd)
+        if code not in (0, 1):  # 1: some requests unanswered, which is a measurement, not an error
+            raise RuntimeError(f"ping task {t.name} on {t.client}: exit {code}: {(err or out).strip()[-300:]}")
+        self.sent, self.echoes = parse(out)
+
+    def result(self) -> dict[str, float | None]:
+        n, t = self.task.name, self.task
+        rtts = sorted(e.rtt for e in self.echoes)
+        lost = self.sent - len(self.echoes)
+        return {
+            f"{n}_rtt_mean_seconds": statistics.fmean(rtts) if rtts else None,
+            f"{n}_rtt_p50_seconds": _quantile(rtts, 0.5) if rtts else None,
+            f"{n}_rtt_p99_seconds": _quantile(rtts, 0.99) if rtts else None,
+            f"{n}_rtt_stddev_seconds": statistics.stdev(rtts) if len(rtts) > 1 else None,
+            f"{n}_sent_total": float(self.sent),
+            f"{n}_lost_total": float(lost),
+            f"{n}_loss_ratio": lost / self.sent if self.sent else None,
+            f"{n}_outages_total": float(len(outages(self.sent, self.echoes, t.interval))),
+        }
+
+    def fault_edges(self, events: list[Any]) -> dict[str, float | None]:
+        """Edge error of the outages against the phase's link down/up events (None without such events)."""
+        errs = edge_errors(outages(self.sent, self.echoes, self.task.interval), events)
+        worst = max(map(abs, errs)) if errs else None  # an edge the probes never saw: not measured (None)
+        return {f"{self.task.name}_outage_edge_error_max_seconds": worst if worst != math.inf else None}
+
+    def series(self) -> list[tuple[str, float, float]]:
+        """(series name, unix time, value): every answered request's RTT at its send time."""
+        return [(f"{self.task.name}_rtt_seconds", e.sent, e.rtt) for e in self.echoes]
+
+
+RUNNERS.register("ping", PingRunner)
