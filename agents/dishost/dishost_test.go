@@ -351,3 +351,25 @@ func TestCollectorNames(t *testing.T) {
 		}
 	}
 }
+
+func TestJoinedGroupsSpreadOverTime(t *testing.T) {
+	for _, n := range []int{1, 2, 10, 1000, 10000} {
+		s := Stride(n)
+		if gcd(s, n) != 1 {
+			t.Fatalf("stride %d not coprime with %d", s, n)
+		}
+		g, _ := NewGenerator(GenConfig{Plan: Plan{Groups: n, PerGroup: 65536 / n, Base: DefaultBase}, Entities: 1})
+		buf := make([]byte, MaxSize)
+		k := Joined(n, 0.1)
+		// Of the first n/2 messages, about a tenth go to the joined groups 0..k-1.
+		hits := 0
+		for i := 0; i < n/2; i++ {
+			if _, grp, _ := g.Next(buf, time.Now()); grp < k {
+				hits++
+			}
+		}
+		if n >= 1000 && (hits < n/2/10*8/10 || hits > n/2/10*12/10) {
+			t.Errorf("%d groups: %d of the first %d messages went to the joined %d groups", n, hits, n/2, k)
+		}
+	}
+}

@@ -37,7 +37,8 @@
 // PDU's type from a mix (Entity State by default over 90 %); an entity that
 // has not sent an Entity State PDU for the heartbeat interval (5 s) sends
 // one whatever the mix says. Messages go to the groups in turn (message i
-// to group i mod G), so every group gets the same share. The sender counts
+// to group i*S mod G, S coprime with G near 0.618 G), so every group gets the same
+// share and the groups a receiver joins are spread evenly over time. The sender counts
 // what it sent per group; with the receiver's joined groups that gives the
 // exact number the receiver should have received.
 //

@@ -29,6 +29,7 @@ type Generator struct {
 	others    map[dis.PDUType]dis.PDU
 	lastES    []time.Time
 	next      int // message counter
+	stride    int // group of message i = i*stride mod groups (coprime: every group, evenly spread in time)
 	SentGroup []uint64
 	SentType  map[dis.PDUType]uint64
 	Heartbeat uint64 // Entity State PDUs sent because an entity's heartbeat was due
@@ -63,6 +64,7 @@ func NewGenerator(c GenConfig) (*Generator, error) {
 	g := &Generator{plan: c.Plan, size: c.Size, entities: c.Entities, site: c.Site, app: c.App,
 		rng: rand.New(rand.NewSource(c.Seed)), lastES: make([]time.Time, c.Entities),
 		SentGroup: make([]uint64, c.Plan.Groups), SentType: map[dis.PDUType]uint64{}, others: map[dis.PDUType]dis.PDU{}}
+	g.stride = Stride(c.Plan.Groups)
 	for t := range c.Mix {
 		g.types = append(g.types, t)
 	}
@@ -108,6 +110,26 @@ func NewGenerator(c GenConfig) (*Generator, error) {
 	return g, nil
 }
 
+// Stride returns the step through n groups: coprime with n and near 0.618 n,
+// so that any block of groups 0..K-1 is visited evenly over time.
+func Stride(n int) int {
+	k := int(0.618*float64(n) + 0.5)
+	if k < 1 {
+		k = 1
+	}
+	for gcd(k, n) != 1 {
+		k++
+	}
+	return k
+}
+
+func gcd(a, b int) int {
+	for b != 0 {
+		a, b = b, a%b
+	}
+	return a
+}
+
 // pick draws a PDU type from the mix.
 func (g *Generator) pick() dis.PDUType {
 	if len(g.types) == 1 {
@@ -128,7 +150,7 @@ func (g *Generator) Next(buf []byte, now time.Time) (n, group int, err error) {
 	i := g.next
 	g.next++
 	e := i % g.entities
-	group = i % g.plan.Groups
+	group = int(uint64(i%g.plan.Groups) * uint64(g.stride) % uint64(g.plan.Groups))
 	ts := dis.NewTimestamp(time.Duration(now.UnixNano())%time.Hour, true)
 	id := dis.EntityID{Site: g.site, Application: g.app, Entity: uint16(e + 1)}
 	t := g.pick()

@@ -95,6 +95,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	work := fs.Bool("work", false, "recv: run the thesis's busy work loop (calibrated before joining) to measure the CPU networking takes")
 	calibrate := fs.Duration("calibrate", 2*time.Second, "recv: work loop calibration time before joining")
 	cgroupRoot := fs.String("cgroup-root", metrics.DefaultCgroupRoot, "recv: cgroup filesystem of this container")
+	readyFile := fs.String("ready-file", "", "recv: create this file once every group is joined (for orchestrators)")
 	if err := fs.Parse(args[1:]); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			fmt.Fprint(stderr, usage)
@@ -202,18 +203,53 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "protolab-dishost recv: %v (joined on %d socket(s); raise net.ipv4.igmp_max_memberships in this network namespace)\n", err, sockets)
 		return 1
 	}
-	cg0, cgOK := dishost.CgroupCPU(*cgroupRoot)
-	var w0 uint64
-	var wt0 time.Duration
-	if wl != nil {
-		w0, wt0 = wl.Iterations(), wl.ThreadCPU()
+	if *readyFile != "" {
+		if err := os.WriteFile(*readyFile, []byte("ready\n"), 0o644); err != nil {
+			fmt.Fprintf(stderr, "protolab-dishost recv: %v\n", err)
+			return 1
+		}
 	}
+	// CPU samples every 100 ms, so that the CPU figures cover the window in
+	// which datagrams arrived (first..last), not the idle time around it.
+	_, cgOK := dishost.CgroupCPU(*cgroupRoot)
+	type sample struct {
+		t          time.Time
+		iters      uint64
+		loop, cgrp time.Duration
+	}
+	take := func() sample {
+		s := sample{t: time.Now()}
+		s.cgrp, _ = dishost.CgroupCPU(*cgroupRoot)
+		if wl != nil {
+			s.iters, s.loop = wl.Iterations(), wl.ThreadCPU()
+		}
+		return s
+	}
+	var samples []sample
+	var smu sync.Mutex
 	t0 := time.Now()
 	rctx, cancel := context.WithTimeout(ctx, c.duration)
 	defer cancel()
+	sdone := make(chan struct{})
+	go func() {
+		defer close(sdone)
+		tk := time.NewTicker(100 * time.Millisecond)
+		defer tk.Stop()
+		for {
+			smu.Lock()
+			samples = append(samples, take())
+			smu.Unlock()
+			select {
+			case <-rctx.Done():
+				return
+			case <-tk.C:
+			}
+		}
+	}()
 	r.Run(rctx)
+	<-sdone
+	samples = append(samples, take())
 	el := time.Since(t0).Seconds()
-	cg1, _ := dishost.CgroupCPU(*cgroupRoot)
 	sum := r.Snapshot()
 	out := map[string]any{
 		"role": "recv", "groups": plan.Groups, "joined_groups": r.Joined, "sockets": sockets,
@@ -231,21 +267,33 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		out["delay_p99_seconds"] = sum.Delay.Quantile(0.99)
 		out["delay_mean_seconds"] = sum.Delay.Mean()
 	}
-	var loopCPU time.Duration
+	// The CPU window: the samples inside first..last datagram when there are
+	// at least two (else the whole receive period).
+	a, b := samples[0], samples[len(samples)-1]
+	var in []sample
+	for _, s := range samples {
+		if !sum.First.IsZero() && !s.t.Before(sum.First) && !s.t.After(sum.Last) {
+			in = append(in, s)
+		}
+	}
+	if len(in) >= 2 {
+		a, b = in[0], in[len(in)-1]
+	}
+	win := b.t.Sub(a.t).Seconds()
+	out["cpu_window_seconds"] = win
 	if wl != nil {
 		wcancel()
 		wg.Wait()
-		during := float64(wl.Iterations()-w0) / el
-		loopCPU = wl.ThreadCPU() - wt0
+		during := float64(b.iters-a.iters) / win
 		out["work_baseline_per_second"] = baseline
 		out["work_during_per_second"] = during
 		out["cpu_busyloop_ratio"] = math.Max(0, 1-during/baseline)
-		out["work_thread_cpu_seconds"] = loopCPU.Seconds()
+		out["work_thread_cpu_seconds"] = (b.loop - a.loop).Seconds()
 	}
-	if cgOK {
-		out["cgroup_cpu_seconds"] = (cg1 - cg0).Seconds()
+	if cgOK && win > 0 {
+		out["cgroup_cpu_seconds"] = (b.cgrp - a.cgrp).Seconds()
 		// The container's CPU without the work loop's own thread: what receiving cost.
-		out["cpu_cgroup_ratio"] = math.Max(0, (cg1-cg0-loopCPU).Seconds()/el)
+		out["cpu_cgroup_ratio"] = math.Max(0, (b.cgrp-a.cgrp-(b.loop-a.loop)).Seconds()/win)
 	}
 	return emit(stdout, out)
 }

@@ -1,0 +1,42 @@
+"""The dis workload: task validation and the columns computed from the two agents' JSON summaries."""
+
+from __future__ import annotations
+
+import pytest
+from pydantic import TypeAdapter, ValidationError
+
+from protolab.spec import Task
+from protolab.workloads.dis_runner import columns
+
+BASE = {"kind": "dis", "name": "rx", "sender": "h1", "receiver": "h2", "messages_per_second": 2000, "duration": "4s"}
+
+
+def task(**kw):
+    return TypeAdapter(Task).validate_python({**BASE, **kw})
+
+
+def test_defaults_and_address_plan():
+    t = task(groups=10000, share=0.1, size="150B")
+    assert t.messages_per_group == 6 and t.joined == 1000 and t.size == 150
+    assert task(groups=10).messages_per_group == 32 and task(groups=10, share=0.01).joined == 1
+
+
+@pytest.mark.parametrize(
+    "bad", [{"size": "40B"}, {"size": "9000B"}, {"groups": 3000, "per_group": 32}, {"share": 0}, {"share": 1.5}]
+)
+def test_bad_tasks_are_refused(bad):
+    with pytest.raises(ValidationError):
+        task(**bad)
+
+
+def test_columns_count_loss_against_the_joined_groups_only():
+    t = task(groups=4, share=0.5)
+    sent = {"sent_by_group": [100, 100, 100, 100], "elapsed_seconds": 2.0, "packets_per_second": 200.0}
+    recv = {"joined_groups": 2, "messages": 190, "packets": 195, "dropped": {"unwanted": 5}}
+    recv |= {"delay_p50_seconds": 1e-4, "delay_p99_seconds": 1e-3, "cpu_cgroup_ratio": 0.02, "cpu_busyloop_ratio": 0}
+    c = columns(t, sent, recv, loopback=False)
+    assert c["rx_sent_total"] == 200 and c["rx_lost_total"] == 10 and c["rx_loss_ratio"] == pytest.approx(0.05)
+    assert c["rx_messages_per_second"] == pytest.approx(95) and c["rx_dropped_total"] == 5
+    assert set(c) == set(t.columns())
+    # Loopback: every group counts.
+    assert columns(t, sent, dict(recv, messages=400), loopback=True)["rx_loss_ratio"] == 0

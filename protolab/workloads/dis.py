@@ -1,0 +1,88 @@
+"""The simulated DIS host (agents/dishost, `protolab-dishost` in the node image): one sender, one receiver.
+
+The sender generates messages (the thesis's 2-byte message address + one DIS PDU) for `entities` entities at
+`messages_per_second`, spread uniformly over `groups` multicast groups; the receiver joins `share` of them
+(groups 0..round(share x groups)-1, real IGMP joins) and decodes what arrives. With sender == receiver the
+messages go over the loopback (unicast 127.0.0.1) instead.
+
+Columns (per task): `<task>_messages_per_second` and `<task>_packets_per_second` received (per second of the
+sender's run), `<task>_sent_packets_per_second`, `<task>_loss_ratio` with
+`<task>_sent_total` (messages sent to the joined groups) and `<task>_lost_total`, `<task>_delay_p50_seconds`
+and `<task>_delay_p99_seconds` (one-way, from the DIS timestamp), `<task>_dropped_total` (datagrams the
+receiver could not use), and the receiver's CPU two ways: `<task>_cpu_cgroup_ratio` (its container's cgroup
+CPU without the work loop's thread, in cores) and `<task>_cpu_busyloop_ratio` (the thesis's method: share of
+a calibrated work loop's throughput lost while receiving; needs `busy_loop: true`).
+"""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import Field, model_validator
+
+from ..units import Bytes, Seconds
+from . import TaskModel, task_model
+
+COLUMNS = (
+    "messages_per_second",
+    "packets_per_second",
+    "sent_packets_per_second",
+    "loss_ratio",
+    "sent_total",
+    "lost_total",
+    "delay_p50_seconds",
+    "delay_p99_seconds",
+    "dropped_total",
+    "cpu_cgroup_ratio",
+    "cpu_busyloop_ratio",
+)
+
+
+@task_model("dis")
+class DisTask(TaskModel):
+    kind: Literal["dis"]
+    sender: str = Field(..., description="host running `protolab-dishost send`")
+    receiver: str = Field(..., description="host running `protolab-dishost recv` (same as sender: loopback)")
+    messages_per_second: float = Field(..., gt=0, le=1e6, description="offered messages (= packets) per second")
+    arrival: Literal["constant", "poisson"] = "constant"
+    size: Bytes | None = Field(None, description="UDP payload per message, 62..8192 B (default: the PDU's size)")
+    entities: int = Field(100, ge=1, le=65535)
+    mix: str | None = Field(None, description="PDU mix, e.g. 'entity_state=92,fire=3,detonation=3,collision=2'")
+    groups: int = Field(1, ge=1, le=65536, description="multicast groups the traffic is spread over")
+    share: float = Field(1.0, gt=0, le=1, description="share of the groups the receiver joins")
+    per_group: int | None = Field(
+        None, ge=1, le=65536, description="message addresses per packet address (default 32, fewer when groups > 2048)"
+    )
+    busy_loop: bool = Field(True, description="run the thesis's calibrated work loop on the receiver")
+    calibrate: Seconds = Field(2.0, description="work loop calibration before the receiver joins")
+    port: int = Field(3000, ge=1024, le=65535)
+    cpu: int | None = Field(
+        None,
+        ge=0,
+        description="pin the receiver (work loop and receiving) to this CPU, like the thesis's one-CPU hosts",
+    )
+
+    @model_validator(mode="after")
+    def _fits(self) -> DisTask:
+        if self.size is not None and not 62 <= self.size <= 8192:
+            raise ValueError(f"size {self.size} B: a message is 62..8192 bytes (address + the smallest PDU .. 8192)")
+        if self.groups * self.messages_per_group > 65536:
+            raise ValueError(
+                f"{self.groups} groups x {self.messages_per_group} message addresses per group exceed the 65536 "
+                "two-byte message addresses"
+            )
+        return self
+
+    @property
+    def messages_per_group(self) -> int:
+        return self.per_group or min(32, 65536 // self.groups)
+
+    @property
+    def joined(self) -> int:
+        return min(self.groups, max(1, int(self.share * self.groups + 0.5)))
+
+    def nodes(self) -> list[str]:
+        return [self.sender, self.receiver]
+
+    def columns(self) -> list[str]:
+        return [f"{self.name}_{c}" for c in COLUMNS]

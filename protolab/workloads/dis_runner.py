@@ -1,0 +1,125 @@
+"""Running a dis task: the receiver (calibration, joins) first, then the sender; both report JSON at the end.
+
+The kernel allows 20 multicast memberships per socket by default (net.ipv4.igmp_max_memberships, per network
+namespace); for more joined groups the limit is raised in the receiver's namespace from the host (nsenter),
+else the receiver spreads its joins over more sockets.
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+import time
+from typing import Any
+
+from ..shell import run as sh
+from . import RUNNERS
+from .dis import COLUMNS, DisTask
+
+TAIL = 1.0  # the receiver listens this long after the sender's duration
+
+
+class DisRunner:
+    def __init__(self, task: DisTask, lab: Any) -> None:
+        self.task, self.lab = task, lab
+        self.ready = f"/tmp/protolab-dishost-{task.name}.ready"
+        self._recv_out: tuple[int, str, str] | None = None
+        self._thread: threading.Thread | None = None
+        self.sender_report: dict[str, Any] = {}
+        self.receiver_report: dict[str, Any] = {}
+
+    @property
+    def loopback(self) -> bool:
+        return self.task.sender == self.task.receiver
+
+    def _common(self) -> list[str]:
+        t = self.task
+        return ["--groups", str(t.groups), "--per-group", str(t.messages_per_group), "--port", str(t.port)]
+
+    def prepare(self) -> None:
+        t = self.task
+        if t.joined > 20 and not self.loopback:
+            pid = self.lab.nodes[t.receiver].pid
+            sh(["nsenter", "-t", str(pid), "-n", "sysctl", "-qw", f"net.ipv4.igmp_max_memberships={t.joined + 16}"],
+               check=False)  # fmt: skip
+        self.lab.exec(t.receiver, ["rm", "-f", self.ready])
+        cmd = ["protolab-dishost", "recv", *self._common(), "--share", f"{t.share:g}",
+               "--duration", f"{t.duration + TAIL:g}s", "--ready-file", self.ready]  # fmt: skip
+        if self.loopback:
+            cmd += ["--local"]
+        if t.busy_loop:
+            cmd += ["--work", "--calibrate", f"{t.calibrate:g}s"]
+        if t.cpu is not None:
+            cmd = ["taskset", "-c", str(t.cpu), *cmd]
+
+        def receive() -> None:
+            self._recv_out = self.lab.exec(t.receiver, cmd)
+
+        self._thread = threading.Thread(target=receive, daemon=True)
+        self._thread.start()
+        deadline = time.monotonic() + t.calibrate + 30
+        while time.monotonic() < deadline:
+            if self._recv_out is not None:
+                code, out, err = self._recv_out
+                raise RuntimeError(f"dis task {t.name}: receiver on {t.receiver} exited {code}: {(err or out)[-300:]}")
+            if self.lab.exec(t.receiver, ["test", "-f", self.ready])[0] == 0:
+                return
+            time.sleep(0.1)
+        raise RuntimeError(f"dis task {t.name}: receiver on {t.receiver} did not join its groups in time")
+
+    def run(self) -> None:
+        t = self.task
+        cmd = ["protolab-dishost", "send", *self._common(), "--rate", f"{t.messages_per_second:g}",
+               "--arrival", t.arrival, "--entities", str(t.entities), "--duration", f"{t.duration:g}s"]  # fmt: skip
+        if t.size is not None:
+            cmd += ["--size", str(int(t.size))]
+        if t.mix:
+            cmd += ["--mix", t.mix]
+        if self.loopback:
+            cmd += ["--dest", "127.0.0.1"]
+        code, out, err = self.lab.exec(t.sender, cmd)
+        self.sender_report = _parse(out, f"dis sender {t.name} on {t.sender}", code, err)
+        assert self._thread is not None
+        self._thread.join(timeout=TAIL + 30)
+        if self._recv_out is None:
+            raise RuntimeError(f"dis task {t.name}: receiver on {t.receiver} did not finish")
+        code, out, err = self._recv_out
+        self.receiver_report = _parse(out, f"dis receiver {t.name} on {t.receiver}", code, err)
+
+    def result(self) -> dict[str, float | None]:
+        return columns(self.task, self.sender_report, self.receiver_report, self.loopback)
+
+
+def columns(t: DisTask, sent: dict[str, Any], recv: dict[str, Any], loopback: bool) -> dict[str, float | None]:
+    """The task's tidy columns from the two JSON summaries."""
+    by_group = sent.get("sent_by_group") or []
+    joined = len(by_group) if loopback else int(recv.get("joined_groups") or 0)
+    expected = sum(by_group[:joined])
+    got = int(recv.get("messages") or 0)
+    lost = max(0, expected - got)
+    secs = sent.get("elapsed_seconds") or t.duration
+    vals: dict[str, float | None] = {
+        "messages_per_second": got / secs,
+        "packets_per_second": int(recv.get("packets") or 0) / secs,
+        "sent_packets_per_second": sent.get("packets_per_second"),
+        "loss_ratio": lost / expected if expected else None,
+        "sent_total": expected,
+        "lost_total": lost,
+        "delay_p50_seconds": recv.get("delay_p50_seconds"),
+        "delay_p99_seconds": recv.get("delay_p99_seconds"),
+        "dropped_total": sum((recv.get("dropped") or {}).values()),
+        "cpu_cgroup_ratio": recv.get("cpu_cgroup_ratio"),
+        "cpu_busyloop_ratio": recv.get("cpu_busyloop_ratio"),
+    }
+    assert set(vals) == set(COLUMNS)
+    return {f"{t.name}_{k}": v for k, v in vals.items()}
+
+
+def _parse(out: str, what: str, code: int, err: str) -> dict[str, Any]:
+    lines = [ln for ln in out.splitlines() if ln.startswith("{")]
+    if code != 0 or not lines:
+        raise RuntimeError(f"{what}: exit {code}: {(err or out).strip()[-300:]}")
+    return json.loads(lines[-1])
+
+
+RUNNERS.register("dis", DisRunner)
