@@ -1,0 +1,69 @@
+"""The self-check on a real lab (it passes when the link does what it was told, and catches it when
+not), and the link-fidelity experiment's quick profile through the runner."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+import pytest
+
+from protolab import impair, selfcheck, topo
+from protolab.impair import LinkImpairment
+from protolab.lab import Lab
+
+pytestmark = pytest.mark.integration
+
+
+def _lab(*items: dict) -> Lab:
+    t = topo.build("switched", {"hosts": 3, "rate": "1Gbit"})
+    imps = [LinkImpairment.model_validate(i) for i in items]
+    return Lab(t, "itest", {h.name: "protolab/node:latest" for h in t.hosts}, impairments=imps)
+
+
+def test_self_check_passes_a_faithful_link_and_catches_one_that_is_not(no_leftovers):
+    with _lab({"link": ["h1", "s1"], "direction": "forward", "rate": "20Mbit", "delay": "20ms", "loss": "2%"}) as lab:
+        (ok,) = selfcheck.run_all(lab, log=lambda _: None)
+        assert ok["passed"], ok
+        m, c = ok["measured"], ok["configured"]
+        assert c == {"rtt_seconds": 0.02, "jitter_seconds": 0.0, "loss_ratio": pytest.approx(0.02), "rate_bps": 20e6}
+        assert m["sent"] >= 200 and m["loss_interval"][0] <= 0.02 <= m["loss_interval"][1]
+        # Behind the orchestrator's back the link now does something else: the self-check must say so.
+        lab.set_impairment(("h1", "s1"), "forward", impair.Impairment(delay="30ms", rate="15Mbit", loss="2%"))
+        assert lab.configured[("h1", "s1")][0].delay == 0.02  # what the spec said is unchanged
+        (bad,) = selfcheck.run_all(lab, log=lambda _: None)
+        assert not bad["passed"]
+        text = " ".join(bad["failures"])
+        assert "RTT 30." in text and "configured 20.000 ms" in text and "rate 15." in text, bad["failures"]
+
+
+def test_link_fidelity_quick_profile_reports_configured_vs_measured(tmp_path, no_leftovers):
+    from protolab.results.store import latest
+
+    cmd = [
+        sys.executable,
+        "-m",
+        "protolab.cli",
+        "run",
+        "link-fidelity",
+        "--profile",
+        "quick",
+        "--results",
+        str(tmp_path),
+    ]
+    out = subprocess.run(cmd, capture_output=True, text=True, timeout=600)
+    assert out.returncode == 0, out.stdout[-3000:] + out.stderr[-3000:]
+    run = latest(tmp_path, "link-fidelity")
+    summary = json.loads((run / "summary.json").read_text())
+    manifest = json.loads((run / "manifest.json").read_text())
+    failed = [c for c in summary["checks"] if not c["passed"]]
+    assert summary["valid"] and not failed, (summary["invalid_reasons"], failed)
+    assert summary["checks_passed"] == 4 * 5 and summary["self_check"] == {
+        "directions": 4,
+        "passed": True,
+        "failures": [],
+    }
+    probes = [d["self_check"][0] for d in manifest["deployments"]]
+    assert all(p["passed"] and p["measured"]["rate_bps"] for p in probes), probes
+    assert (run / "faults.csv").exists() and (run / "tables" / "fidelity.md").exists()
