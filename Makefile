@@ -68,8 +68,9 @@ rules-test: images ## promtool check + unit tests of the Prometheus recording ru
 
 test: images lint unit rules-test go-test integration ## everything: lint, unit, rules, Go, integration (what CI runs)
 
-bench: images ## benchmarks (figures, not gates): deploy/teardown time per node, DIS host PDUs/s
+bench: images ## benchmarks (figures, not gates): deploy/teardown per node, impairment apply/clear, linkem pps + added delay, DIS host PDUs/s
 	$(PY) -m bench.deploy
+	$(PY) -m bench.impair
 	cd agents && go test -run '^$$' -bench . -benchtime 2s -cpu 2 ./dishost
 
 nightly: images ## every experiment's quick profile

@@ -178,7 +178,7 @@ def measure_echo(lab: Any, p: ProbePath, want: Expected) -> tuple[int, list[floa
     wait = max(1, math.ceil(2 * want.rtt_seconds + 4 * want.jitter_seconds + 0.5))
     # iputils ping keeps about 40 requests outstanding: on long paths it sends slower than asked
     count = max(PING_MIN_COUNT, min(PING_COUNT, int(PING_SECONDS * PING_PIPE / max(want.rtt_seconds, 1e-3))))
-    cmd = ["ping", "-D", "-n", "-c", str(count), "-i", f"{interval:g}"]
+    cmd = ["ping", "-U", "-D", "-n", "-c", str(count), "-i", f"{interval:g}"]  # -U: see workloads.ping_runner
     cmd += ["-W", str(wait), p.dst_ip]
     code, out, err = lab.exec(p.src, cmd)
     if code not in (0, 1):
