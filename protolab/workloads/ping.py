@@ -1,7 +1,7 @@
 """ICMP echo between two container hosts: the RTT distribution, loss, and outages with their edges.
 
 Columns: `<task>_rtt_{mean,p50,p99,stddev}_seconds`, `<task>_{sent,lost}_total`, `<task>_loss_ratio`,
-`<task>_outages_total`, and `<task>_outage_edge_error_max_seconds` when the phase has link down/up events
+`<task>_outages_total` with their summed length `<task>_outage_seconds`, and `<task>_outage_edge_error_max_seconds` when the phase has link down/up events
 (how far the outage the probes saw starts and ends from the moments the fault schedule cut and restored
 the link). Every reply is also kept as a raw series `<task>_rtt_seconds` for timeline plots.
 
@@ -57,5 +57,6 @@ class PingTask(TaskModel):
             f"{n}_lost_total",
             f"{n}_loss_ratio",
             f"{n}_outages_total",
+            f"{n}_outage_seconds",
             f"{n}_outage_edge_error_max_seconds",
         ]

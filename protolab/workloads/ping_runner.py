@@ -139,6 +139,7 @@ class PingRunner:
         n, t = self.task.name, self.task
         rtts = sorted(e.rtt for e in self.echoes)
         lost = self.sent - len(self.echoes)
+        found = outages(self.sent, self.echoes, t.interval)
         return {
             f"{n}_rtt_mean_seconds": statistics.fmean(rtts) if rtts else None,
             f"{n}_rtt_p50_seconds": _quantile(rtts, 0.5) if rtts else None,
@@ -147,7 +148,8 @@ class PingRunner:
             f"{n}_sent_total": float(self.sent),
             f"{n}_lost_total": float(lost),
             f"{n}_loss_ratio": lost / self.sent if self.sent else None,
-            f"{n}_outages_total": float(len(outages(self.sent, self.echoes, t.interval))),
+            f"{n}_outages_total": float(len(found)),
+            f"{n}_outage_seconds": sum(o.end - o.start for o in found if o.end is not None) if found else 0.0,
         }
 
     def fault_edges(self, events: list[Any]) -> dict[str, float | None]:

@@ -14,6 +14,7 @@ from scipy.stats import binomtest
 from protolab import cleanup, impair, topo
 from protolab.impair import LinkImpairment
 from protolab.lab import Lab
+from protolab.workloads.ping_runner import parse as ping_parse
 
 pytestmark = pytest.mark.integration
 PROBE = impair.probe()
@@ -101,3 +102,41 @@ def test_auto_prefers_netem_and_says_why():
     chosen, found = impair.choose("auto")
     assert chosen.name == ("netem" if found["netem"][0] else "fallback")
     assert all(why for _, why in found.values())
+
+
+def _pings(lab: Lab, count: int, interval: str = "0.004") -> str:
+    code, out, err = lab.exec("h1", ["ping", "-U", "-D", "-n", "-c", str(count), "-i", interval, "-W", "2", "10.0.1.2"])
+    assert code in (0, 1), err
+    return out
+
+
+@pytest.mark.parametrize("name", ["netem", "fallback"])
+def test_gilbert_elliott_loss_has_the_stationary_mean_and_comes_in_bursts(name, no_leftovers):
+    """p=1%, r=25%, all lost in the bad state: mean loss p/(p+r) = 3.8%, mean burst 1/r = 4 requests."""
+    ge = {"p": "1%", "r": "25%", "loss_bad": "100%"}
+    with _lab(_backend(name), {"link": ["h1", "s1"], "direction": "forward", "loss_model": ge}) as lab:
+        sent, echoes = ping_parse(_pings(lab, 3000))
+    answered = {e.seq for e in echoes}
+    lost = [s for s in range(1, sent + 1) if s not in answered]
+    runs = sum(1 for s in lost if s - 1 not in lost)
+    assert 0.015 < len(lost) / sent < 0.075, f"{len(lost)}/{sent}"
+    assert len(lost) / runs > 2.0, f"{len(lost)} lost in {runs} runs: not bursty"
+
+
+@pytest.mark.parametrize("name", ["netem", "fallback"])
+def test_duplication_inside_the_999_permille_interval(name, no_leftovers):
+    with _lab(_backend(name), {"link": ["s1", "h2"], "direction": "forward", "duplicate": "10%"}) as lab:
+        out = _pings(lab, 1500)
+    sent, _ = ping_parse(out)
+    dups = out.count("(DUP!)")
+    ci = binomtest(dups, sent).proportion_ci(0.999)
+    assert ci.low <= 0.10 <= ci.high, f"{dups} duplicates of {sent}, 99.9% CI {ci}"
+
+
+@pytest.mark.parametrize("name", ["netem", "fallback"])
+def test_corruption_is_dropped_by_checksums_at_the_configured_rate(name, no_leftovers):
+    with _lab(_backend(name), {"link": ["h1", "s1"], "direction": "forward", "corrupt": "5%"}) as lab:
+        sent, echoes = ping_parse(_pings(lab, 1500))
+    lost = sent - len(echoes)
+    ci = binomtest(lost, sent).proportion_ci(0.999)
+    assert ci.low <= 0.05 <= ci.high, f"{lost}/{sent} corrupted requests dropped, 99.9% CI {ci}"
