@@ -431,11 +431,14 @@ class Lab:
         out, err = res.output if res.output else (b"", b"")
         return res.exit_code, (out or b"").decode(errors="replace"), (err or b"").decode(errors="replace")
 
-    def targets(self) -> list[dict[str, Any]]:
-        """Prometheus file_sd targets for this lab's agents."""
+    def targets(self, extra_ports: dict[str, list[int]] | None = None) -> list[dict[str, Any]]:
+        """Prometheus file_sd targets for this lab's agents, plus `extra_ports` per node (workload processes
+        with their own /metrics, e.g. a DIS host while its task runs), with the node's labels."""
+        extra = extra_ports or {}
+        name = naming.container_name
         return [
             {
-                "targets": [f"{naming.container_name(n.name)}:{naming.AGENT_PORT}"],
+                "targets": [f"{name(n.name)}:{p}" for p in [naming.AGENT_PORT, *extra.get(n.name, [])]],
                 "labels": {"node": n.name, "role": n.role, "run": self.run_id},
             }
             for n in self.nodes.values()

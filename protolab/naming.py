@@ -22,6 +22,9 @@ NFT_TABLE_PREFIX = "protolab"
 PROCESS_ENV = "PROTOLAB_NODE"
 STATE_DIR = "/run/protolab"
 AGENT_PORT = 9100
+# protolab-dishost's /metrics while a dis task runs: the receiver on DIS_PORT, the sender on DIS_PORT + 1 (so both
+# fit on one node when a task runs over the loopback)
+DIS_PORT = 9102
 
 
 def bridge_name(switch: str) -> str:

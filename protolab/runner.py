@@ -60,6 +60,19 @@ def _selector(m: Measurement) -> tuple[str, float]:
     return f'{metric}{{node="{m.node}",interface="{m.interface}"}}', factor
 
 
+def _scrape_ports(points: list[Point]) -> dict[str, list[int]]:
+    """Ports of workload processes with their own /metrics (DIS hosts) per node, over all tasks of a lab's
+    points: their targets are in Prometheus from the deploy on (down while nothing listens), because Prometheus
+    applies new targets only every 5 s, and a sender that lives a few seconds would otherwise never be scraped."""
+    out: dict[str, list[int]] = {}
+    for p in points:
+        for phase in p.experiment.phases:
+            for t in phase.tasks:
+                for node, ports in (t.scrape_ports() if hasattr(t, "scrape_ports") else {}).items():
+                    out[node] = sorted({*out.get(node, []), *ports})
+    return out
+
+
 class _InterruptedError(Exception):
     pass
 
@@ -139,7 +152,8 @@ class Runner:
                           impairments=ex.impairments, backend=self.backend)  # fmt: skip
                 lab.deploy()
                 self.actions += lab.actions
-                monitor.write_targets(lab.targets() + ([self.exporter_target] if self.exporter_target else []))
+                extra = _scrape_ports(points)  # DIS hosts' /metrics
+                monitor.write_targets(lab.targets(extra) + ([self.exporter_target] if self.exporter_target else []))
                 prom.wait_targets({h.name for h in topology.hosts})
                 checked = self._self_check(lab, ex)
                 self.deployments.append(

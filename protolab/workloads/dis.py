@@ -11,7 +11,16 @@ sender's run), `<task>_sent_packets_per_second`, `<task>_loss_ratio` with
 and `<task>_delay_p99_seconds` (one-way, from the DIS timestamp), `<task>_dropped_total` (datagrams the
 receiver could not use), and the receiver's CPU two ways: `<task>_cpu_cgroup_ratio` (its container's cgroup
 CPU without the work loop's thread, in cores) and `<task>_cpu_busyloop_ratio` (the thesis's method: share of
-a calibrated work loop's throughput lost while receiving; needs `busy_loop: true`).
+a calibrated work loop's throughput lost while receiving; needs `busy_loop: true`), each with its floor:
+`<task>_cpu_cgroup_idle_ratio` (the same cgroup figure during calibration, no traffic: the node's agent and
+the runtime) and `<task>_cpu_busyloop_noise_ratio` (|1 - second calibration / first|, both without traffic;
+the lost share is signed, and a value within this noise is none).
+
+With `cpu` set, the receiver's process is pinned there and so is the kernel's receive work for its data
+interfaces (RPS: rps_cpus of each rx queue), so that IP/UDP processing and the filtering of multicast groups
+it did not join compete with the work loop on that CPU, as on the thesis's one-CPU hosts. Without RPS a veth
+delivers in the sending CPU's softirq, where the receiver's loop and cgroup cannot see it. Without `cpu`,
+RPS is off.
 """
 
 from __future__ import annotations
@@ -20,6 +29,7 @@ from typing import Literal
 
 from pydantic import Field, model_validator
 
+from .. import naming
 from ..units import Bytes, Seconds
 from . import TaskModel, task_model
 
@@ -35,6 +45,8 @@ COLUMNS = (
     "dropped_total",
     "cpu_cgroup_ratio",
     "cpu_busyloop_ratio",
+    "cpu_cgroup_idle_ratio",
+    "cpu_busyloop_noise_ratio",
 )
 
 
@@ -59,7 +71,8 @@ class DisTask(TaskModel):
     cpu: int | None = Field(
         None,
         ge=0,
-        description="pin the receiver (work loop and receiving) to this CPU, like the thesis's one-CPU hosts",
+        description="pin the receiver (work loop, receiving, and by RPS the kernel's receive work) to this CPU, "
+        "like the thesis's one-CPU hosts",
     )
 
     @model_validator(mode="after")
@@ -83,6 +96,12 @@ class DisTask(TaskModel):
 
     def nodes(self) -> list[str]:
         return [self.sender, self.receiver]
+
+    def scrape_ports(self) -> dict[str, list[int]]:
+        """Prometheus targets of the two processes (their /metrics while they run): node -> ports."""
+        out: dict[str, list[int]] = {self.receiver: [naming.DIS_PORT]}
+        out.setdefault(self.sender, []).append(naming.DIS_PORT + 1)
+        return out
 
     def columns(self) -> list[str]:
         return [f"{self.name}_{c}" for c in COLUMNS]

@@ -3,6 +3,11 @@
 The kernel allows 20 multicast memberships per socket by default (net.ipv4.igmp_max_memberships, per network
 namespace); for more joined groups the limit is raised in the receiver's namespace from the host (nsenter),
 else the receiver spreads its joins over more sockets.
+
+Both processes serve their metrics (protolab_messages_*_total, protolab_message_delay_seconds, protolab_dis_*) on
+the management network while they run: the receiver on naming.DIS_PORT, the sender on naming.DIS_PORT + 1;
+`scrape_ports()` tells the orchestrator which targets to add to Prometheus (for the whole lab: Prometheus takes
+up new targets only every 5 s, longer than a short sender lives).
 """
 
 from __future__ import annotations
@@ -12,11 +17,14 @@ import threading
 import time
 from typing import Any
 
+from .. import naming
 from ..shell import run as sh
 from . import RUNNERS
 from .dis import COLUMNS, DisTask
 
 TAIL = 1.0  # the receiver listens this long after the sender's duration
+RECV_METRICS_PORT = naming.DIS_PORT
+SEND_METRICS_PORT = naming.DIS_PORT + 1
 
 
 class DisRunner:
@@ -27,10 +35,33 @@ class DisRunner:
         self._thread: threading.Thread | None = None
         self.sender_report: dict[str, Any] = {}
         self.receiver_report: dict[str, Any] = {}
+        self.rps_mask: str | None = None
 
     @property
     def loopback(self) -> bool:
         return self.task.sender == self.task.receiver
+
+    def _steer_receive(self) -> None:
+        """RPS on the receiver's data interfaces: their kernel receive work on the pinned CPU, or off (mask 0).
+
+        A sysfs mounted in a private mount namespace inside the node's network namespace shows that namespace's
+        interfaces. It is the superblock of the container's /sys, which Docker made read-only: made writable for
+        the write and read-only again (the container's own mount stays read-only throughout)."""
+        t = self.task
+        mask = format(1 << t.cpu, "x") if t.cpu is not None else "0"
+        intfs = [i.name for i in self.lab.net.get(t.receiver).intfList() if i.name != "lo"]
+        files = " ".join(f"/sys/class/net/{i}/queues/rx-*/rps_cpus" for i in intfs)
+        script = (
+            f"mount -t sysfs sysfs /sys && mount -o remount,rw /sys || exit 1; rc=0; "
+            f"for f in {files}; do echo {mask} > $f || rc=1; done; mount -o remount,ro /sys; exit $rc"
+        )
+        pid = str(self.lab.nodes[t.receiver].pid)
+        sh(["nsenter", "-t", pid, "-n", "unshare", "-m", "sh", "-c", script])
+        self.rps_mask = mask
+
+    def scrape_ports(self) -> dict[str, list[int]]:
+        """Prometheus targets of this task's processes while it runs: node -> ports."""
+        return self.task.scrape_ports()
 
     def _common(self) -> list[str]:
         t = self.task
@@ -42,9 +73,12 @@ class DisRunner:
             pid = self.lab.nodes[t.receiver].pid
             sh(["nsenter", "-t", str(pid), "-n", "sysctl", "-qw", f"net.ipv4.igmp_max_memberships={t.joined + 16}"],
                check=False)  # fmt: skip
+        if not self.loopback:
+            self._steer_receive()
         self.lab.exec(t.receiver, ["rm", "-f", self.ready])
         cmd = ["protolab-dishost", "recv", *self._common(), "--share", f"{t.share:g}",
-               "--duration", f"{t.duration + TAIL:g}s", "--ready-file", self.ready]  # fmt: skip
+               "--duration", f"{t.duration + TAIL:g}s", "--ready-file", self.ready,
+               "--listen", f":{RECV_METRICS_PORT}"]  # fmt: skip
         if self.loopback:
             cmd += ["--local"]
         if t.busy_loop:
@@ -70,7 +104,8 @@ class DisRunner:
     def run(self) -> None:
         t = self.task
         cmd = ["protolab-dishost", "send", *self._common(), "--rate", f"{t.messages_per_second:g}",
-               "--arrival", t.arrival, "--entities", str(t.entities), "--duration", f"{t.duration:g}s"]  # fmt: skip
+               "--arrival", t.arrival, "--entities", str(t.entities), "--duration", f"{t.duration:g}s",
+               "--listen", f":{SEND_METRICS_PORT}"]  # fmt: skip
         if t.size is not None:
             cmd += ["--size", str(int(t.size))]
         if t.mix:
@@ -110,6 +145,8 @@ def columns(t: DisTask, sent: dict[str, Any], recv: dict[str, Any], loopback: bo
         "dropped_total": sum((recv.get("dropped") or {}).values()),
         "cpu_cgroup_ratio": recv.get("cpu_cgroup_ratio"),
         "cpu_busyloop_ratio": recv.get("cpu_busyloop_ratio"),
+        "cpu_cgroup_idle_ratio": recv.get("cpu_cgroup_idle_ratio"),
+        "cpu_busyloop_noise_ratio": recv.get("cpu_busyloop_noise_ratio"),
     }
     assert set(vals) == set(COLUMNS)
     return {f"{t.name}_{k}": v for k, v in vals.items()}

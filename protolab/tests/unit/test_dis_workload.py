@@ -40,3 +40,44 @@ def test_columns_count_loss_against_the_joined_groups_only():
     assert set(c) == set(t.columns())
     # Loopback: every group counts.
     assert columns(t, sent, dict(recv, messages=400), loopback=True)["rx_loss_ratio"] == 0
+
+
+def test_scrape_ports_and_lab_targets_carry_the_dis_hosts():
+    """Receiver on DIS_PORT, sender on DIS_PORT + 1 (both on one node over the loopback); Lab.targets adds them
+    to the node's target group, with the node's labels, next to its agent."""
+    from types import SimpleNamespace
+
+    from protolab import naming
+    from protolab.lab import Lab
+    from protolab.workloads.dis_runner import DisRunner
+
+    assert DisRunner(task(), lab=None).scrape_ports() == {"h2": [naming.DIS_PORT], "h1": [naming.DIS_PORT + 1]}
+    assert DisRunner(task(sender="h1", receiver="h1"), lab=None).scrape_ports() == {
+        "h1": [naming.DIS_PORT, naming.DIS_PORT + 1]
+    }
+    lab = SimpleNamespace(run_id="r1", nodes={n: SimpleNamespace(name=n, role="host") for n in ("h1", "h2", "h3")})
+    groups = Lab.targets(lab, {"h2": [naming.DIS_PORT]})  # type: ignore[arg-type]
+    assert [g["targets"] for g in groups] == [
+        ["plab-h1:9100"],
+        ["plab-h2:9100", f"plab-h2:{naming.DIS_PORT}"],
+        ["plab-h3:9100"],
+    ]
+    assert groups[1]["labels"] == {"node": "h2", "role": "host", "run": "r1"}
+    assert Lab.targets(lab) == [  # type: ignore[arg-type]
+        {"targets": [f"plab-{n}:9100"], "labels": {"node": n, "role": "host", "run": "r1"}} for n in ("h1", "h2", "h3")
+    ]
+
+
+def test_runner_targets_every_dis_host_of_a_lab_from_the_deploy_on():
+    from types import SimpleNamespace
+
+    from protolab import naming
+    from protolab.runner import _scrape_ports
+
+    phase = SimpleNamespace(tasks=[task(), task(name="lo", sender="h3", receiver="h3")])
+    points = [SimpleNamespace(experiment=SimpleNamespace(phases=[phase]))] * 2
+    assert _scrape_ports(points) == {  # type: ignore[arg-type]
+        "h1": [naming.DIS_PORT + 1],
+        "h2": [naming.DIS_PORT],
+        "h3": [naming.DIS_PORT, naming.DIS_PORT + 1],
+    }
