@@ -187,7 +187,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	col.Receiver = r
 	var wl *dishost.WorkLoop
 	var wg sync.WaitGroup
-	baseline := math.NaN()
+	baseline, idle := math.NaN(), math.NaN()
 	wctx, wcancel := context.WithCancel(ctx)
 	defer wcancel()
 	if *work {
@@ -195,7 +195,13 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		wg.Add(1)
 		go func() { defer wg.Done(); wl.Run(wctx) }()
 		time.Sleep(100 * time.Millisecond) // let the loop's thread start
+		c0, l0, t0 := cgroupCPU(*cgroupRoot), wl.ThreadCPU(), time.Now()
 		baseline = wl.Rate(ctx, *calibrate)
+		if c1, l1, dt := cgroupCPU(*cgroupRoot), wl.ThreadCPU(), time.Since(t0).Seconds(); c0 >= 0 && dt > 0 {
+			// The container's CPU besides the loop with no traffic (its agent, this runtime): the floor
+			// under cpu_cgroup_ratio.
+			idle = math.Max(0, (c1-c0-(l1-l0)).Seconds()/dt)
+		}
 		col.Work, col.Baseline = wl, func() float64 { return baseline }
 	}
 	sockets, err := r.Listen()
@@ -282,13 +288,21 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	win := b.t.Sub(a.t).Seconds()
 	out["cpu_window_seconds"] = win
 	if wl != nil {
+		// The loop again with no traffic, as long as it was calibrated: how far two idle measurements
+		// differ is the method's noise floor. The lost share is signed: below the floor it is noise.
+		after := wl.Rate(ctx, *calibrate)
 		wcancel()
 		wg.Wait()
 		during := float64(b.iters-a.iters) / win
 		out["work_baseline_per_second"] = baseline
+		out["work_baseline_after_per_second"] = after
 		out["work_during_per_second"] = during
-		out["cpu_busyloop_ratio"] = math.Max(0, 1-during/baseline)
+		out["cpu_busyloop_ratio"] = 1 - during/baseline
+		out["cpu_busyloop_noise_ratio"] = math.Abs(1 - after/baseline)
 		out["work_thread_cpu_seconds"] = (b.loop - a.loop).Seconds()
+		if !math.IsNaN(idle) {
+			out["cpu_cgroup_idle_ratio"] = idle
+		}
 	}
 	if cgOK && win > 0 {
 		out["cgroup_cpu_seconds"] = (b.cgrp - a.cgrp).Seconds()
@@ -310,4 +324,12 @@ func emit(w io.Writer, v map[string]any) int {
 	}
 	fmt.Fprintln(w, string(b))
 	return 0
+}
+
+// cgroupCPU is the container's CPU time so far, or -1 when it cannot be read.
+func cgroupCPU(root string) time.Duration {
+	if d, ok := dishost.CgroupCPU(root); ok {
+		return d
+	}
+	return -1
 }
