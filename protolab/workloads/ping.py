@@ -1,14 +1,15 @@
 """ICMP echo between two container hosts: the RTT distribution, loss, and outages with their edges.
 
 Columns: `<task>_rtt_{mean,p50,p99,stddev}_seconds`, `<task>_{sent,lost}_total`, `<task>_loss_ratio`,
-`<task>_outages_total` with their summed length `<task>_outage_seconds`, and `<task>_outage_edge_error_max_seconds` when the phase has link down/up events
-(how far the outage the probes saw starts and ends from the moments the fault schedule cut and restored
-the link). Every reply is also kept as a raw series `<task>_rtt_seconds` for timeline plots.
+`<task>_outages_total` with their summed length `<task>_outage_seconds`, and
+`<task>_outage_edge_error_max_seconds` when the phase has link down/up events (how far the outage the probes
+saw starts and ends from the moments the fault schedule cut and restored the link). Every reply is also kept
+as a raw series `<task>_rtt_seconds` for timeline plots.
 
-Outage edges are in send time: a probe's send time is its reply time minus its RTT; lost probes are
-placed by interpolating between answered neighbours (ping sends on a fixed interval). An outage starts
-halfway between the last answered probe and the first lost one and ends halfway between the last lost
-and the next answered one, so the edge error is bounded by half the interval plus scheduling noise.
+Outage edges are in send time: a probe's send time is its reply time minus its RTT; lost probes are placed by
+interpolating between answered neighbours (ping sends on a fixed interval). An outage starts halfway between
+the last answered probe and the first lost one and ends halfway between the last lost and the next answered
+one, so the edge error is bounded by half the interval plus scheduling noise.
 """
 
 from __future__ import annotations
