@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"runtime"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -117,6 +118,8 @@ type Emulator struct {
 	dec        *Decider
 	heap       pktHeap
 	armed      int64 // release time the timer is armed for; 0 = not armed
+	armAt      int64 // when the timer is set to fire: armed - lead at the arming
+	lead       int64 // how early the timer is armed: a running mean of how late it has fired
 	seq        uint64
 	draining   bool
 	arrBatch   actionBatch // owned by the arrival goroutine
@@ -396,9 +399,20 @@ func (e *Emulator) hold(hp heldPkt, now int64) {
 	e.heap.push(hp)
 	e.stats.held.Store(int64(len(e.heap)))
 	if e.timer != nil && (e.armed == 0 || hp.release < e.armed) {
-		e.armed = hp.release
-		e.timer.Arm(time.Duration(hp.release - now))
+		e.arm(hp.release, now)
 	}
+}
+
+// MaxLead bounds how early the scheduler's timer is armed, and so how early
+// a packet can leave, to make up for the timer's wake-up latency.
+const MaxLead = 250 * time.Microsecond
+
+// arm sets the timer to fire lead before release. Called with e.mu held
+// and e.timer set.
+func (e *Emulator) arm(release, now int64) {
+	e.armed = release
+	e.armAt = release - e.lead
+	e.timer.Arm(time.Duration(e.armAt - now))
 }
 
 // carryOut sends b's verdicts in one batch, then its injections, counts
@@ -464,12 +478,38 @@ func (hp *heldPkt) action() action {
 
 // ReleaseDue issues the verdicts of every held packet whose release time
 // has come (in one batch), re-arms the timer for the next one, and returns
-// how many were released. Run calls it on every timer expiry; tests call
-// it directly. It must not be called concurrently with itself.
-func (e *Emulator) ReleaseDue() int {
+// how many were released. Tests call it directly; Run uses releaseOnTimer.
+// It must not be called concurrently with itself.
+func (e *Emulator) ReleaseDue() int { return e.release(false) }
+
+// release is ReleaseDue; onTimer says the timer has just fired. A timer
+// wakes its waiter some tens of microseconds late (an idle vCPU, the
+// poller, the scheduler), and every delayed packet would carry that on top
+// of its delay. So the wake-up's lateness is learnt as a running mean
+// (lead, at most MaxLead), the timer is armed that much before the earliest
+// release, and a wake-up that comes before the release waits out the rest
+// busily (yielding, without the lock) instead of sleeping again: releases
+// are on time unless the wake-up was later than lead, and never early.
+func (e *Emulator) release(onTimer bool) int {
 	now := e.clock.Now()
-	b := &e.schedBatch
 	e.mu.Lock()
+	if onTimer && e.armed != 0 {
+		if late := now - e.armAt; late >= 0 && late <= 4*int64(MaxLead) {
+			e.lead += (late - e.lead) / 8
+			e.lead = min(max(e.lead, 0), int64(MaxLead))
+		}
+		if len(e.heap) > 0 {
+			if next := e.heap.min().release; next > now && next-now <= int64(MaxLead) {
+				e.mu.Unlock()
+				for now < next {
+					runtime.Gosched()
+					now = e.clock.Now()
+				}
+				e.mu.Lock()
+			}
+		}
+	}
+	b := &e.schedBatch
 	for len(e.heap) > 0 && e.heap.min().release <= now {
 		hp := e.heap.pop()
 		b.add(hp.action())
@@ -482,16 +522,24 @@ func (e *Emulator) ReleaseDue() int {
 	return n
 }
 
+// Lead is how early the timer is currently armed before a release (see
+// release).
+func (e *Emulator) Lead() time.Duration {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return time.Duration(e.lead)
+}
+
 // rearm arms the timer for the earliest held packet. Called with e.mu held.
 func (e *Emulator) rearm(now int64) {
 	if len(e.heap) == 0 {
 		e.armed = 0
 		return
 	}
-	next := e.heap.min().release
-	e.armed = next
 	if e.timer != nil {
-		e.timer.Arm(time.Duration(next - now))
+		e.arm(e.heap.min().release, now)
+	} else {
+		e.armed = e.heap.min().release
 	}
 }
 
@@ -519,7 +567,7 @@ func (e *Emulator) Run() error {
 		if err := e.timer.Wait(); err != nil {
 			return nil
 		}
-		e.ReleaseDue()
+		e.release(true)
 	}
 }
 
