@@ -33,6 +33,7 @@ from .shell import run
 from .workloads.iperf3 import Iperf3Task
 from .workloads.iperf3_runner import Iperf3Runner
 from .workloads.ping_runner import parse as parse_ping
+from .workloads.ping_runner import summary as ping_summary
 
 RATE_TOLERANCE = 0.03
 DELAY_TOLERANCE, DELAY_FLOOR = 0.02, 0.0005
@@ -171,8 +172,9 @@ def _path_rate(lab: Any, p: ProbePath) -> float | None:
     return min((r for r in rates if r), default=None)
 
 
-def measure_echo(lab: Any, p: ProbePath, want: Expected) -> tuple[int, list[float]]:
-    """(requests sent, RTTs of the answered ones); requests at most a tenth of the path's rate."""
+def measure_echo(lab: Any, p: ProbePath, want: Expected) -> tuple[int, list[float], tuple[float, float] | None]:
+    """(requests sent, RTTs of the answered ones, ping's own (mean, deviation) to the microsecond); requests at
+    most a tenth of the path's rate."""
     rate = _path_rate(lab, p)
     interval = max(PING_INTERVAL, 10 * PING_FRAME * 8 / rate) if rate else PING_INTERVAL
     wait = max(1, math.ceil(2 * want.rtt_seconds + 4 * want.jitter_seconds + 0.5))
@@ -184,7 +186,7 @@ def measure_echo(lab: Any, p: ProbePath, want: Expected) -> tuple[int, list[floa
     if code not in (0, 1):
         raise RuntimeError(f"self-check ping {p.src} -> {p.dst_ip}: exit {code}: {(err or out).strip()[-200:]}")
     sent, echoes = parse_ping(out)
-    return sent, [e.rtt for e in echoes]
+    return sent, [e.rtt for e in echoes], ping_summary(out)
 
 
 def check_direction(lab: Any, p: ProbePath, want: Expected) -> dict[str, Any]:
@@ -195,10 +197,10 @@ def check_direction(lab: Any, p: ProbePath, want: Expected) -> dict[str, Any]:
     conf: dict[str, Any] = {"rtt_seconds": want.rtt_seconds, "jitter_seconds": want.jitter_seconds,
                             "loss_ratio": want.loss_ratio}  # fmt: skip
     meas: dict[str, Any] = {}
-    sent, rtts = measure_echo(lab, p, want)
+    sent, rtts, precise = measure_echo(lab, p, want)
     if rtts:
-        mean_rtt = statistics.fmean(rtts)
-        meas |= {"rtt_mean_seconds": mean_rtt, "rtt_stddev_seconds": statistics.pstdev(rtts)}
+        mean_rtt, sd = precise or (statistics.fmean(rtts), statistics.pstdev(rtts))
+        meas |= {"rtt_mean_seconds": mean_rtt, "rtt_stddev_seconds": sd}
         bound = max(DELAY_FLOOR, DELAY_TOLERANCE * want.rtt_seconds)
         if abs(mean_rtt - want.rtt_seconds) > bound:
             out["failures"].append(f"RTT {mean_rtt * 1e3:.3f} ms, configured {want.rtt_seconds * 1e3:.3f} ms "

@@ -13,6 +13,7 @@ from .ping import PingTask
 
 _REPLY = re.compile(r"^\[(\d+\.\d+)\] \d+ bytes from \S+: icmp_seq=(\d+) ttl=\d+ time=([\d.]+) ms(.*)$", re.M)
 _SENT = re.compile(r"^(\d+) packets transmitted", re.M)
+_SUMMARY = re.compile(r"^rtt min/avg/max/mdev = [\d.]+/([\d.]+)/[\d.]+/([\d.]+) ms", re.M)
 
 
 @dataclass
@@ -41,6 +42,15 @@ def parse(out: str) -> tuple[int, list[Echo]]:
         rtt = float(ms) / 1000
         echoes[int(seq)] = Echo(int(seq), float(ts) - rtt, rtt)
     return int(m.group(1)), sorted(echoes.values(), key=lambda e: e.seq)
+
+
+def summary(out: str) -> tuple[float, float] | None:
+    """(mean, standard deviation) of the RTT in seconds from ping's closing line, or None without replies.
+
+    Each reply's RTT is printed to three significant digits (whole milliseconds from 100 ms up, so a steady
+    270.3 ms path prints 270 every time); the closing line's mean and deviation are to the microsecond."""
+    m = _SUMMARY.search(out)
+    return (float(m.group(1)) / 1000, float(m.group(2)) / 1000) if m else None
 
 
 def send_times(sent: int, echoes: list[Echo], interval: float) -> dict[int, float]:
@@ -120,6 +130,7 @@ class PingRunner:
         self.task, self.lab = task, lab
         self.sent = 0
         self.echoes: list[Echo] = []
+        self.summary: tuple[float, float] | None = None
 
     def prepare(self) -> None:
         pass
@@ -134,17 +145,21 @@ class PingRunner:
         if code not in (0, 1):  # 1: some requests unanswered, which is a measurement, not an error
             raise RuntimeError(f"ping task {t.name} on {t.client}: exit {code}: {(err or out).strip()[-300:]}")
         self.sent, self.echoes = parse(out)
+        self.summary = summary(out)
 
     def result(self) -> dict[str, float | None]:
         n, t = self.task.name, self.task
         rtts = sorted(e.rtt for e in self.echoes)
         lost = self.sent - len(self.echoes)
         found = outages(self.sent, self.echoes, t.interval)
+        mean, sd = self.summary or (statistics.fmean(rtts) if rtts else None, None)
+        if sd is None and len(rtts) > 1:
+            sd = statistics.pstdev(rtts)
         return {
-            f"{n}_rtt_mean_seconds": statistics.fmean(rtts) if rtts else None,
+            f"{n}_rtt_mean_seconds": mean,
             f"{n}_rtt_p50_seconds": _quantile(rtts, 0.5) if rtts else None,
             f"{n}_rtt_p99_seconds": _quantile(rtts, 0.99) if rtts else None,
-            f"{n}_rtt_stddev_seconds": statistics.stdev(rtts) if len(rtts) > 1 else None,
+            f"{n}_rtt_stddev_seconds": sd,
             f"{n}_sent_total": float(self.sent),
             f"{n}_lost_total": float(lost),
             f"{n}_loss_ratio": lost / self.sent if self.sent else None,

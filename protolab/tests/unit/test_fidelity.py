@@ -13,7 +13,7 @@ from protolab.impair import GilbertElliott, Impairment
 from protolab.results.checks import evaluate
 from protolab.spec import Check
 from protolab.units import parse_quantity
-from protolab.workloads.ping_runner import edge_errors, outages, parse
+from protolab.workloads.ping_runner import edge_errors, outages, parse, summary
 
 PING = """PING 10.0.1.2 (10.0.1.2) 56(84) bytes of data.
 [1000.0105] 64 bytes from 10.0.1.2: icmp_seq=1 ttl=64 time=0.500 ms
@@ -31,6 +31,15 @@ def test_ping_parse_keeps_first_replies_and_send_times():
     sent, echoes = parse(PING)
     assert sent == 9 and [e.seq for e in echoes] == [1, 2, 7, 8]
     assert echoes[0].sent == pytest.approx(1000.01) and echoes[0].rtt == pytest.approx(0.0005)
+
+
+def test_ping_summary_gives_the_mean_finer_than_the_replies():
+    # a steady 270.3 ms path: every reply prints "time=270 ms", the closing line keeps the microseconds
+    out = "[1.0] 64 bytes from 10.0.1.2: icmp_seq=1 ttl=64 time=270 ms\n"
+    out += "1 packets transmitted, 1 received, 0% packet loss, time 0ms\n"
+    assert summary(out) is None
+    out += "rtt min/avg/max/mdev = 270.251/270.312/270.401/0.041 ms\n"
+    assert summary(out) == pytest.approx((0.270312, 0.000041))
 
 
 def test_outage_edges_sit_halfway_between_probes():
