@@ -168,6 +168,20 @@ class Table(Strict):
     reference: TableReference | None = Field(None, description="the seed's table, shown beside this one")
 
 
+class Knee(Strict):
+    """Where delivery stops keeping up with the offered load along one sweep axis (the thesis's throughput
+    collapse): per combination of `rows`, the highest `x` up to which every point delivered at least
+    `min_ratio` of what was offered, the first `x` that did not, and the peak delivered rate."""
+
+    name: str = Field(..., pattern=NAME_RE)
+    title: str
+    rows: list[str] = Field(default_factory=list, description="axis names that index the rows (others pooled)")
+    x: str = Field(..., description="the sweep axis of the offered load, e.g. rate")
+    delivered: str = Field(..., description="tidy column of what arrived, e.g. rx_packets_per_second")
+    offered: str | None = Field(None, description="tidy column of what was offered (default: the x axis's value)")
+    min_ratio: float = Field(0.95, gt=0, le=1, description="delivered / offered still counted as keeping up")
+
+
 class Plot(Strict):
     name: str = Field(..., pattern=NAME_RE)
     title: str
@@ -207,6 +221,7 @@ class Experiment(Strict):
     phases: list[Phase] = Field(..., min_length=1)
     measurements: list[Measurement] = Field(default_factory=list)
     tables: list[Table] = Field(default_factory=list)
+    knees: list[Knee] = Field(default_factory=list, description="throughput-collapse tables (see Knee)")
     plots: list[Plot] = Field(default_factory=list)
     checks: list[Check] = Field(default_factory=list)
     profiles: dict[str, dict[str, Any]] = Field(

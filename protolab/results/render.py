@@ -33,7 +33,7 @@ from matplotlib.figure import Figure
 from matplotlib.ticker import StrMethodFormatter
 from pydantic import ValidationError
 
-from ..spec import Plot, Table
+from ..spec import Knee, Plot, Table
 from .display import MISSING, Display, axis_str, parse_axis_value, quantity_name, unit_family
 from .seedtables import SeedTable, load_for_run
 from .seedtables import key as seedkey
@@ -213,6 +213,83 @@ class TableData:
         if self.seed is not None:
             lines += [self.seed_note, ""]
         return "\n".join(lines)
+
+
+class KneeData(TableData):
+    """A Knee's table: per row combination the highest offered value kept up with, the first that was not,
+    and the peak delivered rate (the columns `<x>_sustained`, `<x>_collapse`, `<delivered>_peak`)."""
+
+    knee: Knee
+
+    @classmethod
+    def build_knee(cls, spec: Knee, sweep: Sweep, rows: Sequence[Row]) -> KneeData:
+        unknown = [a for a in [*spec.rows, spec.x] if a not in sweep.axes]
+        if unknown:
+            raise ValueError(f"axes {unknown} are not sweep axes (axes: {sweep.axes})")
+        if spec.x in spec.rows:
+            raise ValueError(f"x axis {spec.x!r} cannot also index the rows")
+        xs: list[tuple[float, str]] = []
+        for v in sweep.values[spec.x]:
+            parsed = parse_axis_value(v)
+            if parsed is None:
+                raise ValueError(f"x axis {spec.x!r} value {v!r} is not a number")
+            xs.append((parsed[0], v))
+        xs.sort()
+        combos = sweep.combos(spec.rows, rows)
+        stats: list[list[dict[str, Any]]] = []
+        for combo in combos:
+            sub = _select(rows, spec.rows, combo)
+            sustained = collapse = None
+            peak: float | None = None
+            for num, label in xs:
+                at = [r for r in sub if r.get(spec.x) == label]
+                got = clean(r.get(spec.delivered) for r in at)
+                if not got:
+                    continue  # not measured: neither kept up nor collapsed
+                delivered = math.fsum(got) / len(got)
+                offered_vals = clean(r.get(spec.offered) for r in at) if spec.offered else [num]
+                offered = math.fsum(offered_vals) / len(offered_vals) if offered_vals else num
+                peak = delivered if peak is None else max(peak, delivered)
+                if collapse is None:
+                    if offered > 0 and delivered / offered >= spec.min_ratio:
+                        sustained = num
+                    else:
+                        collapse = num
+            stats.append([describe([] if v is None else [v]) for v in (sustained, collapse, peak)])
+        columns = [f"{spec.x}_sustained", f"{spec.x}_collapse", f"{spec.delivered}_peak"]
+        table = Table(name=spec.name, title=spec.title, rows=spec.rows or [spec.x], columns=columns)
+        if not spec.rows:  # one row for the whole sweep
+            combos, table = [("all",)], table.model_copy(update={"rows": ["points"]})
+        peaks = [st[2]["mean"] for st in stats]
+        x_disp = Display.for_column(spec.delivered if _same_family(spec, sweep) else spec.x)
+        displays = [x_disp, x_disp, Display.for_column(spec.delivered, clean(peaks))]
+        data = cls(table, combos, stats, displays, sweep.pooled([*spec.rows, spec.x], rows))
+        data.knee = spec
+        return data
+
+    @property
+    def headers(self) -> list[str]:
+        x, d = self.knee.x, self.displays
+        unit = f" ({d[0].unit})" if d[0].unit else ""
+        return [*self.spec.rows, f"{x} kept up to{unit}", f"{x} collapsed at{unit}", d[2].header(self.spec.columns[2])]
+
+    @property
+    def note(self) -> str:
+        k = self.knee
+        offered = k.offered or f"the {k.x} axis"
+        return (
+            f"Kept up: delivered ({k.delivered}) >= {k.min_ratio:g} x offered ({offered}) at this {k.x} and every "
+            f"lower one measured; collapsed at: the first {k.x} below that; {MISSING} = none. "
+            + _pooled_note(self.pooled).capitalize() + "."
+        )
+
+
+def _same_family(spec: Knee, sweep: Sweep) -> bool:
+    """Whether the x axis carries the delivered column's unit (a packets/s rate axis of a packets/s column):
+    then the kept-up and collapse values are shown in that unit."""
+    fam = unit_family(spec.delivered)
+    parsed = parse_axis_value(sweep.values[spec.x][0]) if sweep.values.get(spec.x) else None
+    return fam is not None and parsed is not None and (parsed[1] == fam or (parsed[1] is None and fam == "pps"))
 
 
 def _num(v: float | None) -> str:
@@ -638,7 +715,7 @@ def report_html(
 # --------------------------------------------------------------------------------------------------
 
 
-def _parse_items(model: type[Table] | type[Plot], items: Any, what: str, problems: list[str]) -> list[Any]:
+def _parse_items(model: type[Table] | type[Plot] | type[Knee], items: Any, what: str, problems: list[str]) -> list[Any]:
     out = []
     for i, item in enumerate(items or []):
         try:
@@ -682,6 +759,19 @@ def render_all(run_dir: Path) -> list[Path]:
         tables.append(data)
         for ext, text in (("csv", data.csv_text()), ("md", data.markdown_text())):
             path = run_dir / "tables" / f"{t.name}.{ext}"
+            path.parent.mkdir(exist_ok=True)
+            path.write_text(text, encoding="utf-8")
+            written.append(path)
+
+    for k in _parse_items(Knee, spec.get("knees"), "knees", problems):
+        try:
+            data = KneeData.build_knee(k, sweep, rows)
+        except ValueError as exc:
+            problems.append(f"knee {k.name}: {exc}")
+            continue
+        tables.append(data)
+        for ext, text in (("csv", data.csv_text()), ("md", data.markdown_text())):
+            path = run_dir / "tables" / f"{k.name}.{ext}"
             path.parent.mkdir(exist_ok=True)
             path.write_text(text, encoding="utf-8")
             written.append(path)

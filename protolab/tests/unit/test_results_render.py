@@ -243,3 +243,23 @@ def test_missing_summary_and_tidy_still_render(tmp_path):
     md = (run_dir / "tables" / "throughput.md").read_text()
     assert "| hub | 10Mbit | — | — | — | — |" in md  # the plan's points, nothing measured
     assert (run_dir / "plots" / "throughput.png") in paths
+
+
+def test_knee_finds_where_delivery_stops_keeping_up():
+    from protolab.results.render import KneeData, Sweep
+
+    sweep = Sweep(["size", "rate"], {"size": ["96B", "1024B"], "rate": ["1000", "2000", "5000", "10000"]})
+    got = {  # (size, rate) -> delivered; 96 B keeps up to 5000, 1024 B falls behind at 2000 and recovers at 5000
+        ("96B", "1000"): 1000, ("96B", "2000"): 1990, ("96B", "5000"): 4900, ("96B", "10000"): 6100,
+        ("1024B", "1000"): 998, ("1024B", "2000"): 1200, ("1024B", "5000"): 4999, ("1024B", "10000"): None,
+    }  # fmt: skip
+    rows = [{"size": s, "rate": r, "rx_packets_per_second": v} for (s, r), v in got.items()]
+    k = spec.Knee(name="collapse", title="t", rows=["size"], x="rate", delivered="rx_packets_per_second")
+    data = KneeData.build_knee(k, sweep, rows)
+    assert data.combos == [("96B",), ("1024B",)]
+    cells = [[s["mean"] for s in row] for row in data.stats]
+    assert cells == [[5000, 10000, 6100], [1000, 2000, 4999]]  # the first shortfall is the collapse
+    assert data.headers[:3] == ["size", "rate kept up to (pkt/s)", "rate collapsed at (pkt/s)"]
+    assert "rate_sustained_mean" in data.csv_text().splitlines()[0]
+    with pytest.raises(ValueError, match="not sweep axes"):
+        KneeData.build_knee(k.model_copy(update={"x": "load"}), sweep, rows)
