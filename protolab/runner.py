@@ -394,7 +394,8 @@ def _unshaped(lab: Lab) -> dict[int | None, set[str]]:
 
 
 def _cell(v: Any) -> Any:
-    return json.dumps(v, sort_keys=True) if isinstance(v, (dict, list)) else v
+    """An axis value in a tidy row, written as results.axis_str writes it (a null axis value as 'null')."""
+    return json.dumps(v, sort_keys=True) if isinstance(v, (dict, list)) or v is None else v
 
 
 def _image_id(client: Any, ref: str) -> str:

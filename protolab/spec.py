@@ -165,6 +165,9 @@ class Table(Strict):
     title: str
     rows: list[str] = Field(..., min_length=1, description="axis names that index the rows")
     columns: list[str] = Field(..., min_length=1, description="tidy columns to show (mean over repetitions)")
+    where: dict[str, Any] = Field(
+        default_factory=dict, description="only points whose axes have these values (e.g. one topology's rows)"
+    )
     reference: TableReference | None = Field(None, description="the seed's table, shown beside this one")
 
 
@@ -189,6 +192,7 @@ class Plot(Strict):
     x: str = Field(..., description="axis name on the x axis")
     y: list[str] = Field(..., min_length=1, description="tidy columns")
     group: str | None = Field(None, description="axis name: one series (or panel) per value")
+    where: dict[str, Any] = Field(default_factory=dict, description="only points whose axes have these values")
     ylabel: str = ""
     reference: str | None = Field(None, description="an axis or column drawn as the configured/expected value")
 

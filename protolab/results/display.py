@@ -27,8 +27,8 @@ MISSING = "—"
 
 
 def axis_str(value: Any) -> str:
-    """How an axis value is written in tidy.csv and compared in `where` filters (mappings as JSON)."""
-    if isinstance(value, (dict, list)):
+    """How an axis value is written in tidy.csv and compared in `where` filters (mappings and null as JSON)."""
+    if isinstance(value, (dict, list)) or value is None:
         return json.dumps(value, sort_keys=True)
     return str(value)
 

@@ -95,6 +95,21 @@ def _select(rows: Sequence[Row], axes: Sequence[str], combo: Sequence[str]) -> l
     return [r for r in rows if all(r.get(a) == v for a, v in zip(axes, combo, strict=True))]
 
 
+def _only(where: Mapping[str, Any], sweep: Sweep, rows: Sequence[Row]) -> tuple[Sweep, list[Row]]:
+    """A table's or plot's `where`: only the rows, and the planned points, whose axes have these values."""
+    want = {a: axis_str(v) for a, v in where.items()}
+
+    def keep(values: Mapping[str, Any]) -> bool:
+        return all(values.get(a) == v for a, v in want.items())
+
+    points = {p: v for p, v in sweep.point_values.items() if keep(v)}
+    return Sweep(sweep.axes, sweep.values, points, sweep.point_labels), [r for r in rows if keep(r)]
+
+
+def _where_note(where: Mapping[str, Any]) -> str:
+    return ", ".join(f"{a} = {axis_str(v)}" for a, v in where.items())
+
+
 def _pooled_note(pooled: Sequence[str]) -> str:
     if not pooled:
         return "mean over repetitions"
@@ -117,9 +132,10 @@ class TableData:
 
     @classmethod
     def build(cls, spec: Table, sweep: Sweep, rows: Sequence[Row], seed: SeedTable | None = None) -> TableData:
-        unknown = [a for a in spec.rows if a not in sweep.axes]
+        unknown = [a for a in [*spec.rows, *spec.where] if a not in sweep.axes]
         if unknown:
             raise ValueError(f"rows {unknown} are not sweep axes (axes: {sweep.axes})")
+        sweep, rows = _only(spec.where, sweep, rows)
         combos = sweep.combos(spec.rows, rows)
         stats = [
             [describe(r.get(c) for r in _select(rows, spec.rows, combo)) for c in spec.columns] for combo in combos
@@ -178,8 +194,10 @@ class TableData:
     def note(self) -> str:
         ns = sorted({s["n"] for row in self.stats for s in row if s["n"]})
         n = f"n = {ns[0]}" if len(ns) == 1 else f"n = {ns[0]}–{ns[-1]}" if ns else "no values"
+        only = _where_note(self.spec.where)
         return (
-            f"Cells: {_pooled_note(self.pooled)} ({n}), ± sample standard deviation when n > 1; "
+            (f"Only the points with {only}. " if only else "")
+            + f"Cells: {_pooled_note(self.pooled)} ({n}), ± sample standard deviation when n > 1; "
             f"{MISSING} = not measured."
         )
 
@@ -358,9 +376,10 @@ def _x_numeric(sweep: Sweep, axis: str, values: Sequence[str]) -> tuple[list[flo
 
 def plot_png(spec: Plot, sweep: Sweep, rows: Sequence[Row]) -> bytes:
     """One PNG: a panel per y column; bar (grouped) or line chart; error bars = sd when n > 1."""
-    for a in (spec.x, spec.group):
+    for a in (spec.x, spec.group, *spec.where):
         if a is not None and a not in sweep.axes:
             raise ValueError(f"{a!r} is not a sweep axis (axes: {sweep.axes})")
+    sweep, rows = _only(spec.where, sweep, rows)
     xs = [c[0] for c in sweep.combos([spec.x], rows)]
     groups: list[str | None] = [c[0] for c in sweep.combos([spec.group], rows)] if spec.group else [None]
     npanels = len(spec.y)
@@ -370,7 +389,8 @@ def plot_png(spec: Plot, sweep: Sweep, rows: Sequence[Row]) -> bytes:
     axs = fig.subplots(npanels, 1, squeeze=False)[:, 0]
     pooled = sweep.pooled([spec.x] + ([spec.group] if spec.group else []), rows)
     fig.suptitle(spec.title, fontsize=13, fontweight="bold")
-    note = _pooled_note(pooled) + "; error bars ±1 sd (n > 1)"
+    note = (f"only {_where_note(spec.where)}; " if spec.where else "") + _pooled_note(pooled)
+    note += "; error bars ±1 sd (n > 1)"
     if spec.reference:
         note += f"; {'black marks' if spec.kind == 'bar' else 'dashed line'}: configured value ({spec.reference})"
     axs[0].set_title(note, fontsize=9, color="#555555", loc="left")
