@@ -433,12 +433,17 @@ class Lab:
 
     def targets(self, extra_ports: dict[str, list[int]] | None = None) -> list[dict[str, Any]]:
         """Prometheus file_sd targets for this lab's agents, plus `extra_ports` per node (workload processes
-        with their own /metrics, e.g. a DIS host while its task runs), with the node's labels."""
+        with their own /metrics, e.g. a DIS host while its task runs; node "*": every node), with the node's
+        labels."""
         extra = extra_ports or {}
         name = naming.container_name
+
+        def ports(node: str) -> list[int]:
+            return sorted({*extra.get(node, []), *extra.get("*", [])})
+
         return [
             {
-                "targets": [f"{name(n.name)}:{p}" for p in [naming.AGENT_PORT, *extra.get(n.name, [])]],
+                "targets": [f"{name(n.name)}:{p}" for p in [naming.AGENT_PORT, *ports(n.name)]],
                 "labels": {"node": n.name, "role": n.role, "run": self.run_id},
             }
             for n in self.nodes.values()

@@ -25,6 +25,8 @@ AGENT_PORT = 9100
 # protolab-dishost's /metrics while a dis task runs: the receiver on DIS_PORT, the sender on DIS_PORT + 1 (so both
 # fit on one node when a task runs over the loopback)
 DIS_PORT = 9102
+# protolab-converter's /metrics while a converter task runs (one converter process per node: c1, c2, h, host, wan)
+CONVERTER_PORT = 9104
 
 
 def bridge_name(switch: str) -> str:
