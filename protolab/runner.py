@@ -28,6 +28,7 @@ from .workloads import RUNNERS
 log = logging.getLogger(__name__)
 RESULTS = Path(__file__).resolve().parent.parent / "results"
 SCRAPE_SETTLE_SECONDS = 1.5  # one more scrape after a phase so its last counters are in Prometheus
+LATE_START_NOTICE_SECONDS = 0.5  # a task starting later than this after its phase is said in the log
 
 _SERIES = {
     ("interface_rate", "rx", "bits"): "protolab_interface_receive_bytes_total",
@@ -35,6 +36,15 @@ _SERIES = {
     ("interface_rate", "rx", "packets"): "protolab_interface_receive_packets_total",
     ("interface_rate", "tx", "packets"): "protolab_interface_transmit_packets_total",
 }
+
+
+def phase_window(t0: float, runners: list[Any], warmup: float, seconds: float) -> tuple[float, float]:
+    """The wall-clock window a phase's counters are measured over: from `warmup` after its traffic began to its
+    end. A task whose traffic began late says so with `started` (an iperf3 UDP test restarted after its one-datagram
+    handshake was lost on a lossy link: seconds late, so a window from the phase's start saw no traffic at all);
+    the latest such start moves the window with it."""
+    late = max([r.started - t0 for r in runners if getattr(r, "started", None) is not None] + [0.0])
+    return t0 + late + warmup, t0 + late + seconds
 
 
 class Progress:
@@ -265,7 +275,13 @@ class Runner:
                     row.update(r.fault_edges(done))
                 for series, ts, value in r.series() if hasattr(r, "series") else []:
                     raw.write(point.id, rep, phase.name, series, {}, ts, value)
-            windows.append((phase.name, t0 + ex.warmup, t0 + max(t.duration for t in phase.tasks)))
+            # a task that began late (an iperf3 handshake retried on a lossy link: seconds) moves the window with it
+            late = max([r.started - t0 for r in runners if getattr(r, "started", None) is not None] + [0.0])
+            if late > LATE_START_NOTICE_SECONDS:
+                log.info(
+                    "%s rep %d phase %s: traffic began %.1fs late; measured from then", point.id, rep, phase.name, late
+                )
+            windows.append((phase.name, t0 + late + ex.warmup, t0 + late + phase_seconds))
         after = guard.snapshot(unshaped, lab_pids)
         figures, reasons = guard.assess(before, after)
         self.guard[f"{point.id}/{rep}"] = {"figures": figures, "reasons": reasons}

@@ -2,7 +2,9 @@
 
 Columns: `<task>_goodput_bits_per_second` (application payload delivered, from the receiver's report),
 `<task>_packets_per_second`, `<task>_loss_ratio` and the datagram counts `<task>_{sent,lost}_total` (for
-binomial checks) for UDP, `<task>_retransmits_total` for TCP.
+binomial checks) for UDP, with `<task>_handshake_retries_total` (iperf3 3.12 opens a UDP test with one datagram
+each way; on a lossy link it is restarted, and the measurement window moves to the attempt that ran),
+`<task>_retransmits_total` for TCP.
 """
 
 from __future__ import annotations
@@ -41,7 +43,7 @@ class Iperf3Task(TaskModel):
         cols = [f"{self.name}_goodput_bits_per_second"]
         if self.protocol == "udp":
             cols += [f"{self.name}_packets_per_second", f"{self.name}_loss_ratio"]
-            cols += [f"{self.name}_sent_total", f"{self.name}_lost_total"]
+            cols += [f"{self.name}_sent_total", f"{self.name}_lost_total", f"{self.name}_handshake_retries_total"]
         else:
             cols += [f"{self.name}_retransmits_total"]
         return cols

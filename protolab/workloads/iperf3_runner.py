@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import threading
+import time
 from typing import Any
 
 from . import RUNNERS
@@ -26,6 +27,7 @@ class Iperf3Runner:
         self.client_report: dict[str, Any] = {}
         self.server_report: dict[str, Any] = {}
         self.retries = 0
+        self.started: float | None = None  # wall time the attempt that ran began (after any handshake retry)
 
     def prepare(self) -> None:
         t = self.task
@@ -58,6 +60,7 @@ class Iperf3Runner:
         if t.length is not None:
             cmd += ["-l", str(t.length)]
         for attempt in range(UDP_HANDSHAKE_RETRIES + 1):
+            self.started = time.time()
             code, out, err = self.lab.exec(t.client, cmd)
             try:
                 self.client_report = _parse(out, f"iperf3 client {t.name} on {t.client}", code, err)
@@ -89,6 +92,7 @@ class Iperf3Runner:
                 f"{t.name}_loss_ratio": (s.get("lost_percent") or 0.0) / 100,
                 f"{t.name}_sent_total": s.get("packets"),
                 f"{t.name}_lost_total": s.get("lost_packets"),
+                f"{t.name}_handshake_retries_total": self.retries,
             }
         sent = self.client_report.get("end", {}).get("sum_sent", {})
         return {
