@@ -28,10 +28,20 @@ func workChunk(x float64) float64 {
 	return x
 }
 
-// Run spins until ctx ends, counting chunks. It locks its OS thread.
+// Run spins until ctx ends, counting chunks. It locks its OS thread, gives
+// the Go scheduler one more P for it (a receiver pinned to one CPU has
+// GOMAXPROCS 1: its goroutine then ran only when the runtime preempted the
+// loop, every 10 ms, and every message waited 0..20 ms, median 10 ms, at
+// 2000 packets/s), and lowers that thread to nice 19, so the kernel runs
+// the receiver on every wake-up, as the workstations' schedulers favoured
+// an I/O-bound process over a CPU-bound one.
 func (w *WorkLoop) Run(ctx context.Context) {
+	prev := runtime.GOMAXPROCS(0)
+	runtime.GOMAXPROCS(prev + 1)
+	defer runtime.GOMAXPROCS(prev)
 	runtime.LockOSThread()
 	defer runtime.UnlockOSThread()
+	_ = unix.Setpriority(unix.PRIO_PROCESS, unix.Gettid(), 19) // best effort: the loop still counts without it
 	x := 1.0
 	for k := 0; ctx.Err() == nil; k++ {
 		for i := 0; i < 64; i++ {
