@@ -298,7 +298,8 @@ class KneeData(TableData):
         return (
             f"Kept up: delivered ({k.delivered}) >= {k.min_ratio:g} x offered ({offered}) at this {k.x} and every "
             f"lower one measured; collapsed at: the first {k.x} below that; {MISSING} = none. "
-            + _pooled_note(self.pooled).capitalize() + "."
+            + _pooled_note(self.pooled).capitalize()
+            + "."
         )
 
 
@@ -635,6 +636,25 @@ def _yaml(obj: Any) -> str:
     return yaml.dump(obj, Dumper=_SpecDumper, sort_keys=False, allow_unicode=True, width=110)
 
 
+def _commit(c: Any) -> str:
+    """{'commit': 'abc..', 'dirty': False} -> 'abc.. (clean tree)'."""
+    if not isinstance(c, Mapping):
+        return str(c or "")
+    return f"{c.get('commit') or '?'} ({'uncommitted changes' if c.get('dirty') else 'clean tree'})"
+
+
+def _backend(b: Any) -> str:
+    """The impairment backend record -> 'fallback (chosen by probing): HTB + ...; netem unavailable: ...'."""
+    if not isinstance(b, Mapping):
+        return str(b or "")
+    chosen, probe = b.get("chosen"), b.get("probe") or {}
+    how = "chosen by probing" if b.get("requested") in (None, "auto") else f"requested: {b.get('requested')}"
+    parts = [f"{chosen} ({how})" + (f": {probe[chosen]['why']}" if chosen in probe else "")]
+    parts += [f"{name} {'available' if p.get('available') else 'unavailable'}: {p.get('why')}"
+              for name, p in probe.items() if name != chosen]  # fmt: skip
+    return "; ".join(parts)
+
+
 def _host(host: Any) -> str:
     """The manifest's host: a name, or the static environment (a mapping with a hostname)."""
     if isinstance(host, Mapping):
@@ -678,10 +698,10 @@ def report_html(
     what_ran = [
         ("profile", manifest.get("profile") or "(none)"),
         ("spec file", manifest.get("spec_file") or ""),
-        ("git commit", manifest.get("git_commit") or ""),
+        ("git commit", _commit(manifest.get("git_commit"))),
         ("kernel", manifest.get("kernel") or ""),
         ("host", _host(manifest.get("host"))),
-        ("impairment backend", manifest.get("impairment_backend") or ""),
+        ("impairment backend", _backend(manifest.get("impairment_backend"))),
         ("random seed", "" if manifest.get("random_seed") is None else str(manifest.get("random_seed"))),
         ("started", manifest.get("started_at") or ""),
         ("finished", manifest.get("finished_at") or ""),
