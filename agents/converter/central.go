@@ -1,0 +1,334 @@
+package converter
+
+import (
+	"context"
+	"fmt"
+	"net/netip"
+	"time"
+
+	"protolab/agents/bundle"
+)
+
+// Central is C_2's state and logic, free of sockets: bundles in (From*),
+// bundles out through Send, at Tick. One goroutine drives it.
+type Central struct {
+	cfg  *Config
+	st   *Stats
+	db   bundle.DB
+	Send func(b []byte, to netip.AddrPort)
+
+	c1      map[netip.AddrPort]int // C_1 address -> number 1..n
+	hosts   map[netip.AddrPort]int // host interface address -> host id (learnt from its joins)
+	maxHost int
+
+	toHosts  bundle.Writer
+	hostBuf  []byte
+	arrivals []time.Time // of the messages in toHosts
+	words    int
+
+	toC1   []bundle.Writer // index 1..n
+	c1Buf  [][]byte
+	ctlBuf []byte
+
+	ready    [bundle.Groups]bool  // a C_1 has joined the packet address
+	waiting  [bundle.Groups][]ack // host joins to acknowledge once it has
+	c1Seq    uint32
+	c1Joins  map[uint32]c1Join // unacknowledged joins sent to C_1s
+	lastSent time.Time
+
+	// congestion: C_2's own bytes toward the hosts per window
+	winStart time.Time
+	winBytes int
+	level    int
+}
+
+type ack struct {
+	host int
+	seq  uint32
+}
+
+type c1Join struct {
+	group, c1 int
+	sent      time.Time
+}
+
+// NewCentral is C_2 for cfg (C1s, HostCap, Interval, MaxBundle).
+func NewCentral(cfg *Config, st *Stats) *Central {
+	c := &Central{cfg: cfg, st: st, c1: map[netip.AddrPort]int{}, hosts: map[netip.AddrPort]int{},
+		c1Joins: map[uint32]c1Join{}, words: 1}
+	c.db.C1s = len(cfg.C1s)
+	for i, a := range cfg.C1s {
+		c.c1[a] = i + 1
+	}
+	c.hostBuf = make([]byte, 0, 65535)
+	c.toHosts.Begin(c.hostBuf, c.words, cfg.MaxBundle)
+	c.toC1 = make([]bundle.Writer, len(cfg.C1s)+1)
+	c.c1Buf = make([][]byte, len(cfg.C1s)+1)
+	for i := 1; i <= len(cfg.C1s); i++ {
+		c.c1Buf[i] = make([]byte, 0, 65535)
+		c.toC1[i].Begin(c.c1Buf[i], 1, cfg.MaxBundle)
+	}
+	c.ctlBuf = make([]byte, 0, bundle.ControlLen)
+	return c
+}
+
+// From handles one datagram from src.
+func (c *Central) From(b []byte, src netip.AddrPort, now time.Time) {
+	var r bundle.Reader
+	if err := r.Open(b); err != nil {
+		c.st.Drop(bundle.Reason(err), 1)
+		return
+	}
+	c.st.mu.Lock()
+	c.st.BundlesIn++
+	c.st.PerBundle.Add(float64(r.Count()))
+	c.st.mu.Unlock()
+	if n, ok := c.c1[src]; ok {
+		c.fromC1(&r, n, now)
+		return
+	}
+	c.fromHost(&r, src, now)
+}
+
+func (c *Central) fromHost(r *bundle.Reader, src netip.AddrPort, now time.Time) {
+	sender := c.hosts[src]
+	for {
+		addr, p, ok := r.NextAddr()
+		if !ok {
+			return
+		}
+		if addr == bundle.ControlAddr {
+			ctl, err := bundle.ParseControl(p)
+			if err != nil || ctl.Host == 0 || int(ctl.Host) > 64 {
+				c.st.Drop(DropControl, 1)
+				continue
+			}
+			c.hosts[src], sender = int(ctl.Host), int(ctl.Host)
+			c.control(ctl, now)
+			continue
+		}
+		if sender == 0 {
+			c.st.Drop(DropUnknown, 1)
+			continue
+		}
+		c.forward(addr, p, sender, now)
+	}
+}
+
+func (c *Central) fromC1(r *bundle.Reader, n int, now time.Time) {
+	for {
+		addr, p, ok := r.NextAddr()
+		if !ok {
+			return
+		}
+		if addr == bundle.ControlAddr {
+			ctl, err := bundle.ParseControl(p)
+			if err != nil || ctl.Type != bundle.CtlAck {
+				c.st.Drop(DropControl, 1)
+				continue
+			}
+			if j, ok := c.c1Joins[ctl.Seq]; ok && j.c1 == n {
+				delete(c.c1Joins, ctl.Seq)
+				c.groupReady(j.group, now)
+			}
+			continue
+		}
+		c.forward(addr, p, 0, now)
+	}
+}
+
+// forward sends a message to the hosts that want it (never its sender).
+func (c *Central) forward(addr uint16, p []byte, sender int, now time.Time) {
+	m := c.db.Deliver(addr, sender)
+	if m == 0 {
+		c.st.Drop(DropNoInterest, 1)
+		return
+	}
+	if c.level > 0 && !bundle.Priority(addr) {
+		c.st.Drop(DropCongestion, 1)
+		return
+	}
+	c.toHostsAdd(m, p, now)
+}
+
+func (c *Central) toHostsAdd(m bundle.Mask, p []byte, now time.Time) {
+	if !c.toHosts.AddMask(m, p) {
+		c.flushHosts(now)
+		if !c.toHosts.AddMask(m, p) {
+			c.st.Drop(DropOverflow, 1)
+			return
+		}
+	}
+	c.arrivals = append(c.arrivals, now)
+}
+
+// control handles a host's join or drop.
+func (c *Central) control(ctl bundle.Control, now time.Time) {
+	g, host := int(ctl.Group), int(ctl.Host)
+	if host > c.maxHost {
+		c.maxHost = host
+		if w := bundle.Words(host); w != c.words { // a wider mask from the next bundle on
+			c.flushHosts(now)
+			c.words = w
+			c.toHosts.Begin(c.hostBuf, c.words, c.cfg.MaxBundle)
+		}
+	}
+	switch ctl.Type {
+	case bundle.CtlJoin:
+		first := c.db.Join(g, host)
+		c.waiting[g] = append(c.waiting[g], ack{host, ctl.Seq})
+		if c.ready[g] || c.db.C1s == 0 {
+			c.groupReady(g, now)
+			return
+		}
+		if first || c.db.C1(g) == 0 {
+			n := c.db.Assign(g)
+			c.c1Seq++
+			c.c1Joins[c.c1Seq] = c1Join{group: g, c1: n, sent: now}
+			c.toC1Control(n, bundle.Control{Type: bundle.CtlJoin, Group: uint16(g), Seq: c.c1Seq})
+		}
+	case bundle.CtlDrop:
+		if c.db.Drop(g, host) {
+			if n := c.db.Release(g); n != 0 {
+				c.c1Seq++
+				c.toC1Control(n, bundle.Control{Type: bundle.CtlDrop, Group: uint16(g), Seq: c.c1Seq})
+			}
+			c.ready[g] = false
+		}
+		c.toHostsControl(bundle.Bit(host), bundle.Control{Type: bundle.CtlAck, Host: uint8(host), Seq: ctl.Seq}, now)
+	default:
+		c.st.Drop(DropControl, 1)
+	}
+}
+
+func (c *Central) groupReady(g int, now time.Time) {
+	c.ready[g] = true
+	for _, a := range c.waiting[g] {
+		c.toHostsControl(bundle.Bit(a.host), bundle.Control{Type: bundle.CtlAck, Host: uint8(a.host), Seq: a.seq}, now)
+	}
+	c.waiting[g] = c.waiting[g][:0]
+}
+
+func (c *Central) toHostsControl(m bundle.Mask, ctl bundle.Control, now time.Time) {
+	c.ctlBuf = ctl.AppendPayload(c.ctlBuf[:0])
+	c.toHostsAdd(m, c.ctlBuf, now)
+}
+
+func (c *Central) toC1Control(n int, ctl bundle.Control) {
+	c.ctlBuf = ctl.AppendPayload(c.ctlBuf[:0])
+	w := &c.toC1[n]
+	if !w.AddAddr(bundle.ControlAddr, c.ctlBuf) {
+		c.flushC1(n)
+		w.AddAddr(bundle.ControlAddr, c.ctlBuf)
+	}
+}
+
+func (c *Central) flushHosts(now time.Time) {
+	if c.toHosts.Count() == 0 {
+		return
+	}
+	b := c.toHosts.Finish()
+	c.Send(b, c.cfg.Hosts)
+	c.winBytes += len(b) + frameOverhead
+	c.st.mu.Lock()
+	c.st.BundlesOut++
+	for _, t := range c.arrivals {
+		c.st.Added.Add(now.Sub(t).Seconds())
+	}
+	c.st.mu.Unlock()
+	c.arrivals = c.arrivals[:0]
+	c.toHosts.Begin(c.hostBuf, c.words, c.cfg.MaxBundle)
+}
+
+func (c *Central) flushC1(n int) {
+	w := &c.toC1[n]
+	if w.Count() == 0 {
+		return
+	}
+	c.Send(w.Finish(), c.cfg.C1s[n-1])
+	c.st.mu.Lock()
+	c.st.BundlesOut++
+	c.st.mu.Unlock()
+	w.Begin(c.c1Buf[n], 1, c.cfg.MaxBundle)
+}
+
+// Tick is the bundling interval: everything gathered goes out, unanswered
+// joins to C_1s are sent again, and the congestion level is updated.
+func (c *Central) Tick(now time.Time) {
+	c.flushHosts(now)
+	for j := range c.c1Joins {
+		if jn := c.c1Joins[j]; now.Sub(jn.sent) >= retransmit {
+			jn.sent = now
+			c.c1Joins[j] = jn
+			c.toC1Control(jn.c1, bundle.Control{Type: bundle.CtlJoin, Group: uint16(jn.group), Seq: j})
+		}
+	}
+	for n := 1; n < len(c.toC1); n++ {
+		c.flushC1(n)
+	}
+	if c.winStart.IsZero() {
+		c.winStart = now
+	}
+	if el := now.Sub(c.winStart); el >= utilWindow {
+		util := float64(c.winBytes*8) / el.Seconds() / c.cfg.HostCap
+		c.winStart, c.winBytes = now, 0
+		level := c.level
+		if util > CongestionHigh {
+			level = 1
+		} else if util < CongestionLow {
+			level = 0
+		}
+		c.st.mu.Lock()
+		c.st.Utilisation, c.st.Congestion = util, level
+		c.st.mu.Unlock()
+		if level != c.level {
+			c.level = level
+			var all bundle.Mask
+			for id := 1; id <= c.maxHost; id++ {
+				all |= bundle.Bit(id)
+			}
+			c.toHostsControl(all, bundle.Control{Type: bundle.CtlCongestion, Level: uint8(level)}, now)
+		}
+	}
+}
+
+// RunC2 runs C_2 on its socket for cfg.Duration.
+func RunC2(ctx context.Context, cfg *Config, st *Stats) error {
+	uc, pc, err := listen(cfg.Port)
+	if err != nil {
+		return err
+	}
+	defer uc.Close()
+	c := NewCentral(cfg, st)
+	c.Send = func(b []byte, to netip.AddrPort) {
+		if _, err := uc.WriteToUDPAddrPort(b, to); err != nil {
+			st.Drop("send_error", 1)
+		}
+	}
+	end := time.Now().Add(cfg.Duration)
+	next := time.Now().Add(cfg.Interval)
+	r := newReader()
+	for ctx.Err() == nil && time.Now().Before(end) {
+		_ = uc.SetReadDeadline(next)
+		if !r.read(pc, c.From) {
+			return fmt.Errorf("C_2 socket closed")
+		}
+		if now := time.Now(); !now.Before(next) {
+			c.Tick(now)
+			next = next.Add(cfg.Interval)
+			if next.Before(now) { // fell behind: do not try to catch up
+				next = now.Add(cfg.Interval)
+			}
+		}
+	}
+	c.Tick(time.Now())
+	st.mu.Lock()
+	st.Groups = 0
+	for g := 0; g < bundle.Groups; g++ {
+		if c.db.Interest(g) != 0 {
+			st.Groups++
+		}
+	}
+	st.mu.Unlock()
+	return nil
+}
