@@ -68,10 +68,11 @@ rules-test: images ## promtool check + unit tests of the Prometheus recording ru
 
 test: images lint unit rules-test go-test integration ## everything: lint, unit, rules, Go, integration (what CI runs)
 
-bench: images ## benchmarks (figures, not gates): deploy/teardown per node, impairment apply/clear, linkem pps + added delay, DIS host PDUs/s
+bench: images ## benchmarks (figures, not gates): deploy/teardown per node, impairment apply/clear, linkem pps + added delay, DIS host PDUs/s, converter C_2 msgs/s + added delay
 	$(PY) -m bench.deploy
 	$(PY) -m bench.impair
 	cd agents && go test -run '^$$' -bench . -benchtime 2s -cpu 2 ./dishost
+	cd agents && go test -run 'AddedDelay' -v -bench . -benchtime 2s -cpu 1 ./converter ./bundle
 
 nightly: images ## every experiment's quick profile
 	@for f in experiments/*.yaml; do n=$$(basename $$f .yaml); $(PROTOLAB) run $$n --profile quick || exit 1; done

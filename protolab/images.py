@@ -71,7 +71,7 @@ def content_hash(name: str) -> str:
 
 
 # static; the node image (agent, dishost) and the host (linkem) use them
-BINARIES = ("protolab-agent", "protolab-linkem", "protolab-dishost")
+BINARIES = ("protolab-agent", "protolab-linkem", "protolab-dishost", "protolab-converter")
 
 
 def build_agent() -> Path:

@@ -10,8 +10,10 @@ CPU and link counters are read from the machine, not from inside the containers 
 the node's cgroup and be counted as its CPU): each node's cgroup CPU (cpuacct.usage, or cpu.stat on cgroup v2,
 found through /proc/<container pid>/cgroup), each node's interface counters (/proc/net/dev of its network
 namespace, through nsenter), and each hub's medium (the transmit counters of its IFB, `plab-<switch>-ifb`).
-Both snapshots lie inside the sources' run: the first `settle` after they started, the second just before they
-stop, so start-up and drain are left out.
+Both snapshots lie inside the sources' sending: they wait START_DELAY before sending (every host has joined its
+groups, behind the converter acknowledged by C_2 once a C_1 has joined them) and keep receiving `tail` after; the
+first snapshot is taken `settle` into the sending, the second just before it stops, so start-up and drain are
+left out.
 """
 
 from __future__ import annotations
@@ -34,6 +36,7 @@ from .converter import COLUMNS, SEGMENTS, ConverterTask
 LEAD = 3.0  # C_1/C_2 run this much longer than the sources: their start-up, before the sources begin
 READY_TIMEOUT = 20.0
 WINDOW_EDGE = 0.3  # the second snapshot is taken this long before the sources' end
+START_DELAY = 1.0  # sources wait this long before sending, so every receiver (and C_2's joins) is in place
 
 
 # -- what the topology says ----------------------------------------------------------------------------------
@@ -134,7 +137,7 @@ def commands(t: ConverterTask, topology: Topology, roles: Roles) -> dict[str, li
     load = ["--size", str(int(t.size)), "--hosts", str(len(roles.hosts)), "--to", str(t.to),
             "--wan-groups", str(t.wan_groups)]  # fmt: skip
     metrics = ["--listen", f":{naming.CONVERTER_PORT}"]
-    src = [f"--duration={t.duration:g}s"]
+    src = [f"--duration={t.duration:g}s", f"--start-delay={START_DELAY:g}s", f"--drain={t.tail:g}s"]
     srv = [f"--duration={t.duration + LEAD + t.tail:g}s"]
     rate = f"{t.host_messages_per_second:g}"
     iv = f"--interval={t.interval * 1000:g}ms"
@@ -393,9 +396,9 @@ class ConverterRunner:
         for node in sources:
             self._start(node)
         settle = min(1.0, t.duration / 4)
-        time.sleep(max(0.0, t0 + settle - time.monotonic()))
+        time.sleep(max(0.0, t0 + START_DELAY + settle - time.monotonic()))
         self.before = snapshot(pids, hubs)
-        time.sleep(max(0.0, t0 + t.duration - WINDOW_EDGE - time.monotonic()))
+        time.sleep(max(0.0, t0 + START_DELAY + t.duration - WINDOW_EDGE - time.monotonic()))
         self.after = snapshot(pids, hubs)
         for node in self.roles.all():
             self._threads[node].join(timeout=t.duration + LEAD + t.tail + 30)
