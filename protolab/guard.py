@@ -31,6 +31,15 @@ class Snapshot:
     qdisc_drops: dict[str, int] = field(default_factory=dict)
     lab_cpu_seconds: float = 0.0  # the lab's containers (their cgroups) + the engine and orchestrator serving them
     at: float = 0.0  # time.monotonic()
+    lab_cpu: dict[str, float] = field(default_factory=dict)  # the same per cgroup / process, for lab_cpu_delta
+
+    def lab_cpu_delta(self, before: Snapshot) -> float:
+        """CPU the lab used since `before`, over what exists in both (a container or engine process that went
+        away between the two, e.g. the previous lab's containerd-shims, would subtract its whole lifetime's CPU:
+        17 'foreign' cores once); falls back to the totals when either snapshot has no breakdown."""
+        if not self.lab_cpu or not before.lab_cpu:
+            return self.lab_cpu_seconds - before.lab_cpu_seconds
+        return sum(max(0.0, v - before.lab_cpu.get(k, 0.0)) for k, v in self.lab_cpu.items())
 
 
 def cgroup_cpu_seconds(pid: int, root: Path = Path("/sys/fs/cgroup")) -> float | None:
@@ -82,20 +91,22 @@ def qdisc_drops(devices: set[str], netns_pid: int | None = None) -> dict[str, in
 INFRASTRUCTURE = {"dockerd", "containerd", "containerd-shim", "containerd-shim-runc-v2", "runc", "docker-proxy"}
 
 
-def infrastructure_cpu_seconds() -> float:
-    """CPU of what serves the lab from outside its containers: the container engine (docker exec, netns,
-    networking) and this orchestrator with the tc/ip/nsenter commands it ran (reaped children included)."""
-    total = 0.0
-    for p in psutil.process_iter(["name"]):
+def infrastructure_cpu() -> dict[str, float]:
+    """CPU of what serves the lab from outside its containers, per process: the container engine (docker exec,
+    netns, networking) and this orchestrator with the tc/ip/nsenter commands it ran (reaped children included)."""
+    out: dict[str, float] = {}
+    for p in psutil.process_iter(["name", "create_time"]):
         if p.info["name"] in INFRASTRUCTURE:
             try:
                 t = p.cpu_times()
-                total += t.user + t.system + t.children_user + t.children_system
+                out[f"{p.pid}@{p.info['create_time']}"] = t.user + t.system + t.children_user + t.children_system
             except psutil.Error:
                 continue
     own = os.times()
     threads = sum(t.user_time + t.system_time for t in psutil.Process().threads())  # includes this process
-    return total + threads + own.children_user + own.children_system
+    out["self"] = threads + own.children_user + own.children_system
+    return out
+
 
 
 def snapshot(unshaped: dict[int | None, set[str]] | None = None, lab_pids: list[int] | None = None) -> Snapshot:
@@ -105,8 +116,8 @@ def snapshot(unshaped: dict[int | None, set[str]] | None = None, lab_pids: list[
     drops: dict[str, int] = {}
     for pid, devs in (unshaped or {}).items():
         drops.update(qdisc_drops(devs, pid))
-    lab = sum(cgroup_cpu_seconds(p) or 0.0 for p in lab_pids or []) + infrastructure_cpu_seconds()
-    return Snapshot(psutil.cpu_times()._asdict(), d, s, drops, lab, time.monotonic())
+    parts = {f"cgroup:{p}": cgroup_cpu_seconds(p) or 0.0 for p in lab_pids or []} | infrastructure_cpu()
+    return Snapshot(psutil.cpu_times()._asdict(), d, s, drops, sum(parts.values()), time.monotonic(), parts)
 
 
 def assess(before: Snapshot, after: Snapshot) -> tuple[dict[str, float], list[str]]:
@@ -126,7 +137,7 @@ def assess(before: Snapshot, after: Snapshot) -> tuple[dict[str, float], list[st
     wall = after.at - before.at
     if wall > 0:
         busy = total - idle - delta.get("softirq", 0.0) - delta.get("irq", 0.0)
-        figures["foreign_cpu_cores"] = max(0.0, busy - (after.lab_cpu_seconds - before.lab_cpu_seconds)) / wall
+        figures["foreign_cpu_cores"] = max(0.0, busy - after.lab_cpu_delta(before)) / wall
     reasons = []
     if figures.get("foreign_cpu_cores", 0.0) > MAX_FOREIGN_CORES:
         reasons.append(

@@ -40,3 +40,14 @@ def test_cgroup_cpu_of_this_process_is_readable():
     import os
 
     assert (guard.cgroup_cpu_seconds(os.getpid()) or 0) > 0
+
+
+def test_a_process_that_went_away_is_not_negative_lab_cpu():
+    """The previous lab's engine processes exiting between the snapshots used to subtract their whole lifetime."""
+    cpu0 = {"user": 0.0, "system": 0.0, "idle": 0.0}
+    cpu1 = {"user": 1.0, "system": 0.0, "idle": 1.0}
+    before = guard.Snapshot(cpu0, 0, 0, {}, 100.4, 0.0, {"cgroup:1": 0.2, "10@1.0": 100.0, "self": 0.2})
+    after = guard.Snapshot(cpu1, 0, 0, {}, 1.1, 1.0, {"cgroup:1": 0.9, "self": 0.2, "11@2.0": 0.0})
+    figures, reasons = guard.assess(before, after)
+    assert abs(figures["foreign_cpu_cores"] - 0.3) < 1e-9, figures
+    assert reasons == []
