@@ -108,7 +108,6 @@ def infrastructure_cpu() -> dict[str, float]:
     return out
 
 
-
 def snapshot(unshaped: dict[int | None, set[str]] | None = None, lab_pids: list[int] | None = None) -> Snapshot:
     """unshaped: netns pid (None = root namespace) -> lab interfaces that have no configured shaper;
     lab_pids: one process of each lab container (its CPU is the lab's, not foreign load)."""
