@@ -159,6 +159,18 @@ class LinkImpairment(Impairment):
         a, b = self.link
         return {"both": [(a, b), (b, a)], "forward": [(a, b)], "reverse": [(b, a)]}[self.direction]
 
+    def hub_conflict(self, hubs: set[str]) -> str | None:
+        """Why this impairment cannot go where it asks (None: it can): a hub takes its ports' ingress for its
+        shared medium, so nothing else can sit at a hub's receiving end."""
+        if self.at != "receiver":
+            return None
+        for src, dst in self.directions():
+            if dst in hubs:
+                return (f"at: receiver on {src} -> {dst}: {dst} is a hub, whose ports' ingress is its shared "
+                        f"medium; impair the direction out of the hub instead ({dst} -> <node>, at: sender: the "
+                        "hub's port, not the sending node's own output path)")  # fmt: skip
+        return None
+
     def impairment(self) -> Impairment:
         fields = {k: getattr(self, k) for k in Impairment.model_fields}  # already validated: no re-parsing
         return Impairment.model_construct(_fields_set=self.model_fields_set & set(fields), **fields)

@@ -344,7 +344,10 @@ class Lab:
                 wanted[(lk.node1, lk.node2)] = (base, "sender")
                 wanted[(lk.node2, lk.node1)] = (base, "sender")
         pairs = set(self.link_ends) | {(b, a) for a, b in self.link_ends}
+        hubs = {sw.name for sw in self.topology.switches if sw.mode == "hub"}
         for item in self.impairments:
+            if why := item.hub_conflict(hubs):
+                raise ValueError(f"impairment on {list(item.link)}: {why}")
             given = {k: getattr(item, k) for k in item.model_fields_set if k not in ("link", "direction", "at")}
             for d in item.directions():
                 if d not in pairs:

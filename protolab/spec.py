@@ -257,9 +257,12 @@ class Experiment(Strict):
                     if n not in hosts:
                         raise ValueError(f"phase {phase.name}, task {task.name}: {n!r} is not a host ({sorted(hosts)})")
         linked = {(lk.node1, lk.node2) for lk in t.links} | {(lk.node2, lk.node1) for lk in t.links}
+        hubs = {sw.name for sw in t.switches if sw.mode == "hub"}
         for i, imp in enumerate(self.impairments):
             if tuple(imp.link) not in linked:
                 raise ValueError(f"impairments.{i}: no link between {imp.link[0]} and {imp.link[1]} in {t.kind}")
+            if why := imp.hub_conflict(hubs):
+                raise ValueError(f"impairments.{i}: {why}")
         for phase in self.phases:
             for i, f in enumerate(phase.faults):
                 if tuple(f.link) not in linked:

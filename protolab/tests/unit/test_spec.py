@@ -136,3 +136,15 @@ def test_topologies_are_data():
     assert wan.host("r1").forwarding and ("10.0.100.0/24", "10.0.1.254") in wan.host("h1").routes
     with pytest.raises(ValueError, match="floods by definition"):
         topo.build("hub", {"hosts": 2, "multicast": "snooping"})
+
+
+def test_receiver_side_impairment_into_a_hub_is_refused(tmp_path):
+    """A hub takes its ports' ingress for its shared medium: tc would fail mid-deploy ('Exclusivity flag on')."""
+    imp = {"link": ["h1", "s1"], "direction": "both", "at": "receiver", "loss": "1%"}
+    msg = _broken(tmp_path, lambda d: d.update(impairments=[imp]))
+    assert "impairments.0: at: receiver on h1 -> s1: s1 is a hub" in msg and "topology=hub" in msg
+    ok = tmp_path / "ok.yaml"  # the same loss out of the hub's port toward h1 is fine
+    data = yaml.safe_load(SMOKE.read_text())
+    data["impairments"] = [{"link": ["s1", "h1"], "direction": "forward", "loss": "1%"}]
+    ok.write_text(yaml.safe_dump(data))
+    assert spec.load(ok, "quick").points
