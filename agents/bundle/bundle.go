@@ -101,6 +101,7 @@ type Writer struct {
 	n     int
 	mask  Mask
 	max   int
+	rsv   int
 }
 
 // Begin starts a bundle in buf (its capacity bounds the bundle, as does max
@@ -109,7 +110,7 @@ func (w *Writer) Begin(buf []byte, words, max int) {
 	if words < 1 {
 		words = 1
 	}
-	w.words, w.n, w.mask = words, 0, 0
+	w.words, w.n, w.mask, w.rsv = words, 0, 0, 0
 	w.max = cap(buf)
 	if max > 0 && max < w.max {
 		w.max = max
@@ -119,6 +120,9 @@ func (w *Writer) Begin(buf []byte, words, max int) {
 
 // Len is the bundle's size if finished now.
 func (w *Writer) Len() int { return len(w.buf) + w.trailer(w.n) }
+
+// Words is the mask width the bundle is being written with.
+func (w *Writer) Words() int { return w.words }
 
 // Count is the number of messages added.
 func (w *Writer) Count() int { return w.n }
@@ -135,12 +139,36 @@ func (w *Writer) trailer(n int) int {
 
 // Fits reports whether a message of head+len(payload) bytes still fits.
 func (w *Writer) Fits(head, payload int) bool {
-	if w.words == 1 && w.n >= MaxThesisCount || w.n >= len(w.ends) {
+	n := w.n + 1 // messages after this one
+	if w.rsv > 0 {
+		n++
+	}
+	if w.words == 1 && n > MaxThesisCount || n > len(w.ends) {
 		return false
 	}
 	end := len(w.buf) + head + payload
-	return end <= 0xFFFF && end+w.trailer(w.n+1) <= w.max
+	return end <= 0xFFFF && end+w.trailer(w.n+1)+w.rsv <= w.max
 }
+
+// Reserve keeps room for one more message of head+payload bytes (a closing
+// control message) that Fits will not give away; Reserve(0, 0) releases it.
+// It reports false, reserving nothing, when that room is no longer there.
+func (w *Writer) Reserve(head, payload int) bool {
+	if head == 0 && payload == 0 {
+		w.rsv = 0
+		return true
+	}
+	r := head + payload + 2
+	if w.n+1 > len(w.ends) || w.words == 1 && w.n+1 > MaxThesisCount ||
+		len(w.buf)+w.trailer(w.n)+r > w.max || len(w.buf)+head+payload > 0xFFFF {
+		return false
+	}
+	w.rsv = r
+	return true
+}
+
+// Reserved reports whether room is being kept.
+func (w *Writer) Reserved() bool { return w.rsv > 0 }
 
 // AddAddr appends a message with its 2-byte address (toward a converter).
 func (w *Writer) AddAddr(addr uint16, payload []byte) bool {
@@ -196,6 +224,9 @@ func putMask(b []byte, m Mask, words int) []byte {
 	}
 	return b
 }
+
+// ReadMask reads a mask of `words` 16-bit words at the start of b.
+func ReadMask(b []byte, words int) Mask { return getMask(b, words) }
 
 func getMask(b []byte, words int) Mask {
 	var m Mask
@@ -285,6 +316,19 @@ func (r *Reader) NextMask() (m Mask, payload []byte, ok bool) {
 		return 0, nil, false
 	}
 	return getMask(msg, r.words), msg[2*r.words:], true
+}
+
+// Last is the last message, address or interest field included (nil when
+// the bundle is empty); it leaves the walk where it is.
+func (r *Reader) Last() []byte {
+	if r.n == 0 {
+		return nil
+	}
+	start := 2 * r.words
+	if r.n > 1 {
+		start = int(binary.BigEndian.Uint16(r.b[r.tr+2*(r.n-2):]))
+	}
+	return r.b[start:int(binary.BigEndian.Uint16(r.b[r.tr+2*(r.n-1):]))]
 }
 
 func (r *Reader) next() ([]byte, bool) {

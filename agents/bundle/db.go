@@ -114,6 +114,8 @@ const (
 	CtlDrop       byte = 2 // no longer
 	CtlCongestion byte = 3 // C_2 -> hosts: congestion level (0 normal, 1 low priority dropped)
 	CtlAck        byte = 4 // acknowledges a join/drop (by sequence number)
+	CtlSeq        byte = 5 // reliable mode: last message of a bundle with priority messages, its sequence number
+	CtlRAck       byte = 6 // reliable mode: acknowledges a CtlSeq bundle (by its sender's sequence number)
 )
 
 // Control is a decoded control message.
@@ -139,7 +141,7 @@ func (c Control) AppendPayload(b []byte) []byte {
 
 // ParseControl decodes a control message's payload.
 func ParseControl(p []byte) (Control, error) {
-	if len(p) != ControlLen-AddrBytes || p[0] < CtlJoin || p[0] > CtlAck {
+	if len(p) != ControlLen-AddrBytes || p[0] < CtlJoin || p[0] > CtlRAck {
 		return Control{}, ErrControl
 	}
 	return Control{Type: p[0], Host: p[1], Group: binary.BigEndian.Uint16(p[2:]), Level: p[4], Seq: binary.BigEndian.Uint32(p[6:])}, nil

@@ -36,6 +36,13 @@ type Central struct {
 	c1Joins  map[uint32]c1Join // unacknowledged joins sent to C_1s
 	lastSent time.Time
 
+	// reliable mode (nil without): C_2's numbered priority bundles toward
+	// the hosts, and the numbers each host's bundles have brought
+	rel     *outbox
+	seenOf  map[int]*seen
+	bulkBuf []byte
+	resend  bundle.Writer
+
 	// congestion: C_2's own bytes toward the hosts per window
 	winStart time.Time
 	winBytes int
@@ -69,8 +76,14 @@ func NewCentral(cfg *Config, st *Stats) *Central {
 		c.toC1[i].Begin(c.c1Buf[i], 1, cfg.MaxBundle)
 	}
 	c.ctlBuf = make([]byte, 0, bundle.ControlLen)
+	if cfg.Reliable {
+		c.rel, c.seenOf, c.bulkBuf = newOutbox(cfg.Interval), map[int]*seen{}, make([]byte, 0, 65535)
+	}
 	return c
 }
+
+// ctlPayload is a control message's length after its address field.
+const ctlPayload = bundle.ControlLen - bundle.AddrBytes
 
 // From handles one datagram from src.
 func (c *Central) From(b []byte, src netip.AddrPort, now time.Time) {
@@ -92,6 +105,19 @@ func (c *Central) From(b []byte, src netip.AddrPort, now time.Time) {
 
 func (c *Central) fromHost(r *bundle.Reader, src netip.AddrPort, now time.Time) {
 	sender := c.hosts[src]
+	repeat := false
+	if c.rel != nil {
+		if ctl, _, ok := lastSeq(r, false); ok && ctl.Host != 0 && ctl.Host <= 64 {
+			h := int(ctl.Host)
+			s := c.seenOf[h]
+			if s == nil {
+				s = &seen{}
+				c.seenOf[h] = s
+			}
+			repeat = !s.first(ctl.Seq, now)
+			c.toHostsControl(bundle.Bit(h), bundle.Control{Type: bundle.CtlRAck, Host: ctl.Host, Seq: ctl.Seq}, now)
+		}
+	}
 	for {
 		addr, p, ok := r.NextAddr()
 		if !ok {
@@ -109,6 +135,12 @@ func (c *Central) fromHost(r *bundle.Reader, src netip.AddrPort, now time.Time) 
 		}
 		if sender == 0 {
 			c.st.Drop(DropUnknown, 1)
+			continue
+		}
+		if repeat {
+			c.st.mu.Lock()
+			c.st.Duplicates++
+			c.st.mu.Unlock()
 			continue
 		}
 		c.forward(addr, p, sender, now)
@@ -148,16 +180,30 @@ func (c *Central) forward(addr uint16, p []byte, sender int, now time.Time) {
 		c.st.Drop(DropCongestion, 1)
 		return
 	}
-	c.toHostsAdd(m, p, now)
+	c.toHostsAdd(m, p, now, c.rel != nil && bundle.Priority(addr))
 }
 
-func (c *Central) toHostsAdd(m bundle.Mask, p []byte, now time.Time) {
-	if !c.toHosts.AddMask(m, p) {
+// toHostsAdd puts a message in the bundle toward the hosts; a kept one
+// (reliable mode's priority messages) is copied for retransmission, and the
+// bundle keeps room for its closing sequence number.
+func (c *Central) toHostsAdd(m bundle.Mask, p []byte, now time.Time, keep bool) {
+	w := &c.toHosts
+	if keep && !w.Reserved() && !w.Reserve(2*c.words, ctlPayload) {
 		c.flushHosts(now)
-		if !c.toHosts.AddMask(m, p) {
+		w.Reserve(2*c.words, ctlPayload)
+	}
+	if !w.AddMask(m, p) {
+		c.flushHosts(now)
+		if keep {
+			w.Reserve(2*c.words, ctlPayload)
+		}
+		if !w.AddMask(m, p) {
 			c.st.Drop(DropOverflow, 1)
 			return
 		}
+	}
+	if keep {
+		c.rel.keep(0, m, p)
 	}
 	c.arrivals = append(c.arrivals, now)
 }
@@ -187,6 +233,11 @@ func (c *Central) control(ctl bundle.Control, now time.Time) {
 			c.c1Joins[c.c1Seq] = c1Join{group: g, c1: n, sent: now}
 			c.toC1Control(n, bundle.Control{Type: bundle.CtlJoin, Group: uint16(g), Seq: c.c1Seq})
 		}
+	case bundle.CtlRAck:
+		if c.rel != nil {
+			c.rel.ack(ctl.Seq, bundle.Bit(host))
+		}
+	case bundle.CtlSeq: // read before the loop (lastSeq)
 	case bundle.CtlDrop:
 		if c.db.Drop(g, host) {
 			if n := c.db.Release(g); n != 0 {
@@ -211,7 +262,7 @@ func (c *Central) groupReady(g int, now time.Time) {
 
 func (c *Central) toHostsControl(m bundle.Mask, ctl bundle.Control, now time.Time) {
 	c.ctlBuf = ctl.AppendPayload(c.ctlBuf[:0])
-	c.toHostsAdd(m, c.ctlBuf, now)
+	c.toHostsAdd(m, c.ctlBuf, now, false)
 }
 
 func (c *Central) toC1Control(n int, ctl bundle.Control) {
@@ -224,6 +275,17 @@ func (c *Central) toC1Control(n int, ctl bundle.Control) {
 }
 
 func (c *Central) flushHosts(now time.Time) {
+	if c.toHosts.Reserved() {
+		c.toHosts.Reserve(0, 0)
+		var owe bundle.Mask
+		for _, m := range c.rel.cur {
+			owe |= m.mask
+		}
+		if seq := c.rel.close(owe, now); seq != 0 {
+			c.ctlBuf = bundle.Control{Type: bundle.CtlSeq, Seq: seq}.AppendPayload(c.ctlBuf[:0])
+			c.toHosts.AddMask(owe, c.ctlBuf)
+		}
+	}
 	if c.toHosts.Count() == 0 {
 		return
 	}
@@ -256,6 +318,11 @@ func (c *Central) flushC1(n int) {
 // joins to C_1s are sent again, and the congestion level is updated.
 func (c *Central) Tick(now time.Time) {
 	c.flushHosts(now)
+	if c.rel != nil {
+		if n := c.rel.due(now, c.resendHosts); n > 0 {
+			c.st.Drop(DropGaveUp, uint64(n))
+		}
+	}
 	for j := range c.c1Joins {
 		if jn := c.c1Joins[j]; now.Sub(jn.sent) >= retransmit {
 			jn.sent = now
@@ -290,6 +357,28 @@ func (c *Central) Tick(now time.Time) {
 			c.toHostsControl(all, bundle.Control{Type: bundle.CtlCongestion, Level: uint8(level)}, now)
 		}
 	}
+}
+
+// resendHosts sends a numbered bundle's priority messages again, in a bundle
+// of their own, to the hosts that have not acknowledged it.
+func (c *Central) resendHosts(seq uint32, p *pending) {
+	w := &c.resend
+	w.Begin(c.bulkBuf, c.words, c.cfg.MaxBundle)
+	n := 0
+	for _, m := range p.msgs {
+		if m.mask&p.owe != 0 && w.AddMask(m.mask&p.owe, m.payload) {
+			n++
+		}
+	}
+	c.ctlBuf = bundle.Control{Type: bundle.CtlSeq, Seq: seq}.AppendPayload(c.ctlBuf[:0])
+	w.AddMask(p.owe, c.ctlBuf)
+	b := w.Finish()
+	c.Send(b, c.cfg.Hosts)
+	c.winBytes += len(b) + frameOverhead
+	c.st.mu.Lock()
+	c.st.BundlesOut++
+	c.st.Retransmitted += uint64(n)
+	c.st.mu.Unlock()
 }
 
 // RunC2 runs C_2 on its socket for cfg.Duration.

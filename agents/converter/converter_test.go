@@ -56,7 +56,7 @@ func dataBundle(sender int, addrs ...uint16) []byte {
 	w.Begin(make([]byte, 0, 1500), 1, 0)
 	p := make([]byte, 148)
 	for i, a := range addrs {
-		PutHeader(p, sender, uint32(i), time.Now())
+		PutHeader(p, sender, uint32(i), time.Now(), bundle.Priority(a))
 		w.AddAddr(a, p)
 	}
 	w.SetMask(bundle.Bit(sender))
@@ -79,7 +79,7 @@ func delivered(t *testing.T, out []sent) (msgs [][2]int) {
 			if !ok {
 				break
 			}
-			sender, _, _, isData := Header(p)
+			sender, _, _, _, isData := Header(p)
 			if !isData {
 				sender = -1
 			}
@@ -310,7 +310,7 @@ func addedDelay(t testing.TB, rate float64, d time.Duration) (float64, int) {
 				if !ok {
 					break
 				}
-				if _, _, at, ok := Header(p); ok {
+				if _, _, at, _, ok := Header(p); ok {
 					delays = append(delays, now.Sub(at).Seconds())
 				}
 			}
@@ -328,7 +328,7 @@ func addedDelay(t testing.TB, rate float64, d time.Duration) (float64, int) {
 		}
 		seq++
 		w.Begin(buf, 1, 0)
-		PutHeader(msg, 1, seq, time.Now())
+		PutHeader(msg, 1, seq, time.Now(), false)
 		w.AddAddr(Addr(0, seq, false), msg)
 		w.SetMask(bundle.Bit(1))
 		b := w.Finish()

@@ -38,10 +38,14 @@ import (
 
 // Data header after the message address.
 const (
-	HeaderLen = 14 // kind 1, sender 1, sequence 4, send time 8
-	MinSize   = bundle.AddrBytes + HeaderLen
-	kindData  = 0
+	HeaderLen    = 14 // kind 1, sender 1, sequence 4, send time 8
+	MinSize      = bundle.AddrBytes + HeaderLen
+	kindData     = 0
+	kindPriority = 0x80 // a data message sent with the priority flag (the hosts never see its address)
 )
+
+// isData tells a data message's payload from a control message's.
+func isData(p []byte) bool { return len(p) > 0 && (p[0] == kindData || p[0] == kindPriority) }
 
 // Plan is the exercise's addressing: packet addresses 0..WANGroups-1 carry
 // the outside's messages (every host wants them), then one packet address per
@@ -163,8 +167,11 @@ func Addr(group int, seq uint32, priority bool) uint16 {
 
 // PutHeader writes the data header and padding: the message payload of a
 // size-byte message (address excluded).
-func PutHeader(b []byte, sender int, seq uint32, now time.Time) {
+func PutHeader(b []byte, sender int, seq uint32, now time.Time, priority bool) {
 	b[0] = kindData
+	if priority {
+		b[0] = kindPriority
+	}
 	b[1] = byte(sender)
 	binary.BigEndian.PutUint32(b[2:], seq)
 	binary.BigEndian.PutUint64(b[6:], uint64(now.UnixNano()))
@@ -173,9 +180,9 @@ func PutHeader(b []byte, sender int, seq uint32, now time.Time) {
 
 // Header reads a data header: ok is false for control messages or short
 // payloads.
-func Header(p []byte) (sender int, seq uint32, sent time.Time, ok bool) {
-	if len(p) < HeaderLen || p[0] != kindData {
-		return 0, 0, time.Time{}, false
+func Header(p []byte) (sender int, seq uint32, sent time.Time, priority, ok bool) {
+	if len(p) < HeaderLen || !isData(p) {
+		return 0, 0, time.Time{}, false, false
 	}
-	return int(p[1]), binary.BigEndian.Uint32(p[2:]), time.Unix(0, int64(binary.BigEndian.Uint64(p[6:]))), true
+	return int(p[1]), binary.BigEndian.Uint32(p[2:]), time.Unix(0, int64(binary.BigEndian.Uint64(p[6:]))), p[0] == kindPriority, true
 }

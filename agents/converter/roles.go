@@ -38,6 +38,7 @@ type Config struct {
 	C1Cap      float64        // C_2: bits/s of its link to the C_1s
 	Seed       int64
 	JoinWait   time.Duration // H: how long to wait for C_2's acknowledgements
+	Reliable   bool          // C_2, H: acknowledged delivery of priority messages (reliable.go)
 }
 
 // Defaults.
@@ -53,7 +54,7 @@ const (
 
 // deliver accounts one message that reached host id's application.
 func (s *Stats) deliver(id int, payload []byte, now time.Time) {
-	sender, _, sent, ok := Header(payload)
+	sender, _, sent, prio, ok := Header(payload)
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	switch {
@@ -63,6 +64,9 @@ func (s *Stats) deliver(id int, payload []byte, now time.Time) {
 		s.Reflected++
 	default:
 		s.Received++
+		if prio {
+			s.ReceivedPriority++
+		}
 		s.Delay.Add(now.Sub(sent).Seconds())
 	}
 }
@@ -110,13 +114,20 @@ func source(ctx context.Context, cfg *Config, st *Stats, sender int, emit func(g
 			} else {
 				group, ids = cfg.Plan.Pick(rng, sender, ids)
 			}
-			binary.BigEndian.PutUint16(msg, Addr(group, seq, rng.Float64() < cfg.Priority))
-			PutHeader(msg[bundle.AddrBytes:], sender, seq, now)
+			prio := rng.Float64() < cfg.Priority
+			binary.BigEndian.PutUint16(msg, Addr(group, seq, prio))
+			PutHeader(msg[bundle.AddrBytes:], sender, seq, now, prio)
 			emit(group, msg)
 			st.mu.Lock()
 			st.Sent++
 			for _, id := range ids {
 				st.SentTo[id]++
+			}
+			if prio {
+				st.SentPriority++
+				for _, id := range ids {
+					st.SentPriorityTo[id]++
+				}
 			}
 			st.mu.Unlock()
 		}
@@ -198,6 +209,10 @@ type hostSide struct {
 	buf   []byte
 	acked map[uint32]bool
 	cond  *sync.Cond
+	rel   *outbox // reliable mode: this host's numbered priority bundles
+	seen  seen    // ... and C_2's numbers handed up
+	rbuf  []byte
+	rw    bundle.Writer
 }
 
 // RunH is a simulation host behind the converter: joins its groups at C_2
@@ -214,7 +229,18 @@ func RunH(ctx context.Context, cfg *Config, st *Stats) error {
 	h := &hostSide{buf: make([]byte, 0, 65535), acked: map[uint32]bool{}}
 	h.cond = sync.NewCond(&h.mu)
 	h.w.Begin(h.buf, words, cfg.MaxBundle)
+	if cfg.Reliable {
+		h.rel, h.rbuf = newOutbox(cfg.Interval), make([]byte, 0, 65535)
+	}
+	ctlOut := make([]byte, 0, bundle.ControlLen)
 	flush := func() { // h.mu held
+		if h.w.Reserved() {
+			h.w.Reserve(0, 0)
+			if seq := h.rel.close(1, time.Now()); seq != 0 {
+				ctlOut = bundle.Control{Type: bundle.CtlSeq, Host: uint8(cfg.ID), Seq: seq}.AppendPayload(ctlOut[:0])
+				h.w.AddAddr(bundle.ControlAddr, ctlOut)
+			}
+		}
 		if h.w.Count() == 0 {
 			return
 		}
@@ -245,6 +271,15 @@ func RunH(ctx context.Context, cfg *Config, st *Stats) error {
 			st.BundlesIn++
 			st.PerBundle.Add(float64(br.Count()))
 			st.mu.Unlock()
+			repeat := false
+			if h.rel != nil {
+				if c, m, ok := lastSeq(&br, true); ok && m.Has(cfg.ID) {
+					h.mu.Lock()
+					repeat = !h.seen.first(c.Seq, now)
+					h.addCtl(bundle.Control{Type: bundle.CtlRAck, Host: uint8(cfg.ID), Seq: c.Seq}, flush)
+					h.mu.Unlock()
+				}
+			}
 			for {
 				m, p, ok := br.NextMask()
 				if !ok {
@@ -253,7 +288,7 @@ func RunH(ctx context.Context, cfg *Config, st *Stats) error {
 				if !m.Has(cfg.ID) {
 					continue
 				}
-				if len(p) > 0 && p[0] != kindData {
+				if !isData(p) {
 					c, err := bundle.ParseControl(p)
 					if err != nil {
 						st.Drop(DropControl, 1)
@@ -264,12 +299,22 @@ func RunH(ctx context.Context, cfg *Config, st *Stats) error {
 					case bundle.CtlAck:
 						h.acked[c.Seq] = true
 						h.cond.Broadcast()
+					case bundle.CtlRAck:
+						if h.rel != nil && int(c.Host) == cfg.ID {
+							h.rel.ack(c.Seq, 1)
+						}
 					case bundle.CtlCongestion:
 						st.mu.Lock()
 						st.Congestion = int(c.Level)
 						st.mu.Unlock()
 					}
 					h.mu.Unlock()
+					continue
+				}
+				if repeat {
+					st.mu.Lock()
+					st.Duplicates++
+					st.mu.Unlock()
 					continue
 				}
 				st.deliver(cfg.ID, p, now)
@@ -322,9 +367,14 @@ func RunH(ctx context.Context, cfg *Config, st *Stats) error {
 			select {
 			case <-stop:
 				return
-			case <-t.C:
+			case now := <-t.C:
 				h.mu.Lock()
 				flush()
+				if h.rel != nil {
+					if n := h.rel.due(now, func(seq uint32, p *pending) { h.resend(cfg, seq, p, uc, c2, st) }); n > 0 {
+						st.Drop(DropGaveUp, uint64(n))
+					}
+				}
 				h.mu.Unlock()
 			}
 		}
@@ -332,18 +382,61 @@ func RunH(ctx context.Context, cfg *Config, st *Stats) error {
 	err = source(ctx, cfg, st, cfg.ID, func(_ int, msg []byte) {
 		h.mu.Lock()
 		addr := binary.BigEndian.Uint16(msg)
+		keep := h.rel != nil && bundle.Priority(addr)
+		if keep && !h.w.Reserved() && !h.w.Reserve(bundle.AddrBytes, ctlPayload) {
+			flush()
+			h.w.Reserve(bundle.AddrBytes, ctlPayload)
+		}
 		if !h.w.AddAddr(addr, msg[bundle.AddrBytes:]) {
 			flush()
+			if keep {
+				h.w.Reserve(bundle.AddrBytes, ctlPayload)
+			}
 			if !h.w.AddAddr(addr, msg[bundle.AddrBytes:]) {
 				st.Drop(DropOverflow, 1)
+				keep = false
 			}
+		}
+		if keep {
+			h.rel.keep(addr, 0, msg[bundle.AddrBytes:])
 		}
 		h.mu.Unlock()
 	})
-	close(stop)
 	h.mu.Lock()
 	flush()
 	h.mu.Unlock()
-	sleep(ctx, cfg.Drain)
+	sleep(ctx, cfg.Drain) // the interval goes on: acknowledgements and retransmissions
+	close(stop)
 	return err
+}
+
+// addCtl puts a control message in the next bundle to C_2 (h.mu held).
+func (h *hostSide) addCtl(c bundle.Control, flush func()) {
+	var b [bundle.ControlLen]byte
+	p := c.AppendPayload(b[:0])
+	if !h.w.AddAddr(bundle.ControlAddr, p) {
+		flush()
+		h.w.AddAddr(bundle.ControlAddr, p)
+	}
+}
+
+// resend sends a numbered bundle's priority messages to C_2 again, in a
+// bundle of their own under the same number (h.mu held).
+func (h *hostSide) resend(cfg *Config, seq uint32, p *pending, uc *net.UDPConn, c2 *net.UDPAddr, st *Stats) {
+	h.rw.Begin(h.rbuf, h.w.Words(), cfg.MaxBundle)
+	n := 0
+	for _, m := range p.msgs {
+		if h.rw.AddAddr(m.addr, m.payload) {
+			n++
+		}
+	}
+	var b [bundle.ControlLen]byte
+	h.rw.AddAddr(bundle.ControlAddr, bundle.Control{Type: bundle.CtlSeq, Host: uint8(cfg.ID), Seq: seq}.AppendPayload(b[:0]))
+	h.rw.SetMask(bundle.Bit(cfg.ID))
+	if _, err := uc.WriteToUDP(h.rw.Finish(), c2); err == nil {
+		st.mu.Lock()
+		st.BundlesOut++
+		st.Retransmitted += uint64(n)
+		st.mu.Unlock()
+	}
 }

@@ -25,30 +25,38 @@ const (
 
 // Stats are one process's counters; safe for concurrent use.
 type Stats struct {
-	mu          sync.Mutex
-	Role        string
-	Sent        uint64
-	SentTo      map[int]uint64
-	Received    uint64
-	Reflected   uint64
-	Delay       dishost.Hist // one-way message delay at the receiving host
-	Added       dishost.Hist // time a message spent in this converter
-	PerBundle   dishost.Hist // messages per bundle received (as a count, not seconds)
-	BundlesIn   uint64
-	BundlesOut  uint64
-	PacketsIn   uint64
-	PacketsOut  uint64
-	Dropped     map[string]uint64
-	Congestion  int
-	Utilisation float64
-	Groups      int
-	Start       time.Time
-	Elapsed     time.Duration
+	mu        sync.Mutex
+	Role      string
+	Sent      uint64
+	SentTo    map[int]uint64
+	Received  uint64
+	Reflected uint64
+	// priority messages: originated, addressed per host, handed up; and the
+	// reliable mode's resent messages and the repeats a receiver set aside
+	SentPriority     uint64
+	SentPriorityTo   map[int]uint64
+	ReceivedPriority uint64
+	Retransmitted    uint64
+	Duplicates       uint64
+	Delay            dishost.Hist // one-way message delay at the receiving host
+	Added            dishost.Hist // time a message spent in this converter
+	PerBundle        dishost.Hist // messages per bundle received (as a count, not seconds)
+	BundlesIn        uint64
+	BundlesOut       uint64
+	PacketsIn        uint64
+	PacketsOut       uint64
+	Dropped          map[string]uint64
+	Congestion       int
+	Utilisation      float64
+	Groups           int
+	Start            time.Time
+	Elapsed          time.Duration
 }
 
 // NewStats starts a role's counters.
 func NewStats(role string) *Stats {
-	return &Stats{Role: role, SentTo: map[int]uint64{}, Dropped: map[string]uint64{}, Start: time.Now()}
+	return &Stats{Role: role, SentTo: map[int]uint64{}, SentPriorityTo: map[int]uint64{}, Dropped: map[string]uint64{},
+		Start: time.Now()}
 }
 
 // Drop counts n messages or bundles dropped for a reason.
@@ -63,15 +71,6 @@ func (s *Stats) Drop(reason string, n uint64) {
 func (s *Stats) Summary() map[string]any {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	sentTo := map[string]uint64{}
-	ids := make([]int, 0, len(s.SentTo))
-	for id := range s.SentTo {
-		ids = append(ids, id)
-	}
-	sort.Ints(ids)
-	for _, id := range ids {
-		sentTo[strconv.Itoa(id)] = s.SentTo[id]
-	}
 	dropped := map[string]uint64{}
 	for k, v := range s.Dropped {
 		dropped[k] = v
@@ -81,7 +80,9 @@ func (s *Stats) Summary() map[string]any {
 		elapsed = time.Since(s.Start)
 	}
 	out := map[string]any{
-		"role": s.Role, "sent": s.Sent, "sent_to": sentTo, "received": s.Received, "reflected": s.Reflected,
+		"role": s.Role, "sent": s.Sent, "sent_to": byHost(s.SentTo), "received": s.Received, "reflected": s.Reflected,
+		"sent_priority": s.SentPriority, "sent_priority_to": byHost(s.SentPriorityTo),
+		"received_priority": s.ReceivedPriority, "retransmitted": s.Retransmitted, "duplicates": s.Duplicates,
 		"dropped": dropped, "bundles_in": s.BundlesIn, "bundles_out": s.BundlesOut,
 		"packets_in": s.PacketsIn, "packets_out": s.PacketsOut, "elapsed_seconds": elapsed.Seconds(),
 		"congestion_level": s.Congestion, "groups": s.Groups,
@@ -106,9 +107,27 @@ func (s *Stats) Summary() map[string]any {
 	return out
 }
 
+// byHost is a per-host count with string keys in id order (JSON).
+func byHost(n map[int]uint64) map[string]uint64 {
+	ids := make([]int, 0, len(n))
+	for id := range n {
+		ids = append(ids, id)
+	}
+	sort.Ints(ids)
+	out := make(map[string]uint64, len(ids))
+	for _, id := range ids {
+		out[strconv.Itoa(id)] = n[id]
+	}
+	return out
+}
+
 var (
 	descSent       = prometheus.NewDesc("protolab_messages_sent_total", "Messages this process originated (host, WAN source).", nil, nil)
 	descReceived   = prometheus.NewDesc("protolab_messages_received_total", "Messages delivered to this host's application.", nil, nil)
+	descSentPrio   = prometheus.NewDesc("protolab_messages_sent_priority_total", "Messages originated with the priority flag.", nil, nil)
+	descRecvPrio   = prometheus.NewDesc("protolab_messages_received_priority_total", "Priority messages delivered to this host's application.", nil, nil)
+	descRetrans    = prometheus.NewDesc("protolab_converter_retransmitted_total", "Priority messages sent again for want of an acknowledgement (--reliable).", nil, nil)
+	descDuplicates = prometheus.NewDesc("protolab_converter_duplicates_total", "Repeated priority messages received and set aside (--reliable).", nil, nil)
 	descReflected  = prometheus.NewDesc("protolab_converter_reflected_total", "A host's own messages delivered back to it (must stay 0).", nil, nil)
 	descDelay      = prometheus.NewDesc("protolab_message_delay_seconds", "One-way message delay, sender's clock to this host's application.", nil, nil)
 	descAdded      = prometheus.NewDesc("protolab_converter_added_delay_seconds", "Time a message spent inside this converter (arrival to the bundle leaving).", nil, nil)
@@ -133,6 +152,10 @@ func (s *Stats) Update(ch chan<- prometheus.Metric) error {
 	c(descSent, s.Sent)
 	c(descReceived, s.Received)
 	c(descReflected, s.Reflected)
+	c(descSentPrio, s.SentPriority)
+	c(descRecvPrio, s.ReceivedPriority)
+	c(descRetrans, s.Retransmitted)
+	c(descDuplicates, s.Duplicates)
 	ch <- prometheus.MustNewConstHistogram(descDelay, s.Delay.Count(), hsum(&s.Delay), s.Delay.Cumulative(delayBuckets))
 	ch <- prometheus.MustNewConstHistogram(descAdded, s.Added.Count(), hsum(&s.Added), s.Added.Cumulative(delayBuckets))
 	ch <- prometheus.MustNewConstHistogram(descPerBundle, s.PerBundle.Count(), hsum(&s.PerBundle), s.PerBundle.Cumulative(perBundleBuckets))

@@ -68,6 +68,9 @@ COLUMNS = (
     "util_c1_c2_ratio",
     "util_c2_host_ratio",
     "dropped_total",
+    "priority_loss_ratio",
+    "retransmitted_total",
+    "duplicates_total",
 )
 
 
@@ -102,7 +105,14 @@ class ConverterTask(TaskModel):
     interval: Seconds = Field(0.005, description="bundling interval of C_1, C_2 and the host interfaces")
     mtu: Bytes = Field(150, description="C_1's packets toward the router: one message each at 150 B, as the model")
     max_bundle: Bytes | None = Field(None, description="C_2's largest bundle (default: the converter's)")
-    reliable: bool = Field(False, description="acknowledged local delivery of priority messages (sec. 3.4.2)")
+    priority: float = Field(
+        0.1, ge=0, le=1, description="share of the messages (hosts' and the WAN's) sent with the priority flag"
+    )
+    reliable: bool = Field(
+        False,
+        description="acknowledged delivery of priority messages between C_2 and the hosts (sec. 3.4.2): a bundle "
+        "with priority messages is numbered, acknowledged, resent to the hosts that did not acknowledge it",
+    )
     port: int = Field(4000, ge=1024, le=65000, description="UDP port of the converters and hosts (+1, +2 in use)")
     base: str = Field(
         "239.193.0.0", pattern=r"^2(2[4-9]|3[0-9])\.\d+\.\d+\.\d+$", description="first IP multicast group"

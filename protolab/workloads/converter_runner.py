@@ -135,7 +135,7 @@ def _broadcast(ip: str) -> str:
 def commands(t: ConverterTask, topology: Topology, roles: Roles) -> dict[str, list[str]]:
     """node -> protolab-converter arguments (durations: the converters get LEAD + tail more than the sources)."""
     load = ["--size", str(int(t.size)), "--hosts", str(len(roles.hosts)), "--to", str(t.to),
-            "--wan-groups", str(t.wan_groups)]  # fmt: skip
+            "--wan-groups", str(t.wan_groups), f"--priority={t.priority:g}"]  # fmt: skip
     metrics = ["--listen", f":{naming.CONVERTER_PORT}"]
     src = [f"--duration={t.duration:g}s", f"--start-delay={START_DELAY:g}s", f"--drain={t.tail:g}s"]
     srv = [f"--duration={t.duration + LEAD + t.tail:g}s"]
@@ -166,6 +166,8 @@ def commands(t: ConverterTask, topology: Topology, roles: Roles) -> dict[str, li
                      iv, *metrics, *srv]  # fmt: skip
     if t.max_bundle is not None:
         out[roles.c2] += ["--max-bundle", str(int(t.max_bundle))]
+    if t.reliable:
+        out[roles.c2].append("--reliable")
     for i, c in enumerate(roles.c1s, 1):
         sw = _switches_of(topology, c)[0]
         out[c] = ["c1", "--id", str(i), "--c2", f"{c2_to_c1s}:{c2_port}", "--port", str(c1_port),
@@ -318,6 +320,9 @@ def columns(
         ),
         **utilisation(topology, before, after),
         "dropped_total": dropped,
+        "priority_loss_ratio": priority_loss(roles, reports),
+        "retransmitted_total": sum(int(r.get("retransmitted") or 0) for r in reports.values()),
+        "duplicates_total": sum(int(r.get("duplicates") or 0) for r in reports.values()),
     }
     assert set(vals) == set(COLUMNS), set(vals) ^ set(COLUMNS)
     return {f"{t.name}_{k}": v for k, v in vals.items()}
@@ -331,6 +336,16 @@ def expected_total(roles: Roles, reports: dict[str, dict[str, Any]]) -> int:
     for h in roles.hosts:
         total += sum(int(v) for v in (reports[h].get("sent_to") or {}).values())
     return total
+
+
+def priority_loss(roles: Roles, reports: dict[str, dict[str, Any]]) -> float | None:
+    """Share of the priority messages addressed to the hosts that did not reach them (the WAN's at every host,
+    each host's at the hosts it addressed), as expected_total counts all messages; None when none was sent."""
+    expected = int(reports[roles.router].get("sent_priority") or 0) * len(roles.hosts)
+    for h in roles.hosts:
+        expected += sum(int(v) for v in (reports[h].get("sent_priority_to") or {}).values())
+    received = sum(int(reports[h].get("received_priority") or 0) for h in roles.hosts)
+    return max(0, expected - received) / expected if expected else None
 
 
 # -- the runner -----------------------------------------------------------------------------------------------

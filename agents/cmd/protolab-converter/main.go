@@ -97,7 +97,8 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	fs.DurationVar(&cfg.Drain, "drain", time.Second, "h, host, wan: keep receiving after sending")
 	fs.DurationVar(&cfg.JoinWait, "join-wait", 5*time.Second, "h: how long to wait for C_2's acknowledgements of the joins")
 	fs.Int64Var(&cfg.Seed, "seed", 0, "random seed (0: from the host id)")
-	reliable := fs.Bool("reliable", false, "h: acknowledged delivery of priority messages (sec. 3.4.2) -- not implemented")
+	fs.BoolVar(&cfg.Reliable, "reliable", false,
+		"c2, h: acknowledged delivery of priority messages between C_2 and the hosts (sec. 3.4.2); both ends must have it")
 	listen := fs.String("listen", "", "address for /metrics (e.g. :9104); empty: none")
 	if err := fs.Parse(args[1:]); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
@@ -109,8 +110,8 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "protolab-converter %s: %s\n", role, fmt.Sprintf(format, a...))
 		return 2
 	}
-	if *reliable {
-		return bad("--reliable: acknowledged delivery of priority messages is not implemented yet")
+	if cfg.Reliable && role != "c2" && role != "h" {
+		return bad("--reliable is for c2 and h (the local network between C_2 and the hosts), not %s", role)
 	}
 	b, err := netip.ParseAddr(*base)
 	if err != nil {

@@ -17,6 +17,7 @@ import pytest
 from pydantic import TypeAdapter
 
 from protolab import cleanup, monitor, naming, topo
+from protolab.impair import LinkImpairment
 from protolab.lab import Lab
 from protolab.spec import Task
 from protolab.workloads.converter_runner import ConverterRunner
@@ -44,10 +45,11 @@ def prom():
         assert left == [], f"left behind: {left}"
 
 
-def _task():
+def _task(**more):
     return TypeAdapter(Task).validate_python(
         {"kind": "converter", "name": "cv", "host_messages_per_second": HOST_RATE,
-         "wan_messages_per_second": WAN_RATE, "arrival": "constant", "wan_groups": 4, "duration": f"{SECONDS}s"}
+         "wan_messages_per_second": WAN_RATE, "arrival": "constant", "wan_groups": 4, "duration": f"{SECONDS}s",
+         **more}
     )  # fmt: skip
 
 
@@ -101,3 +103,39 @@ def test_every_host_gets_exactly_its_messages_and_never_its_own(prom, layout):
     scraped = {s["metric"].get("node") for s in received}
     assert set(hosts) <= scraped, scraped
     assert time.monotonic() - t0 < 60
+
+
+LOSS = 0.05
+
+
+def test_reliable_delivery_gets_every_priority_message_through_lossy_host_links(prom):
+    """converter_100_100, 3 hosts, the hub losing 5 % of what it sends toward each host (each host loses C_2's
+    broadcast bundles on its own) and toward C_2 (the hosts' bundles); a fifth of the messages priority and
+    `reliable: true`: every priority message addressed to a host reaches it exactly once (a message is lost only
+    if all 6 sendings are: ~1e-8), while the others are lost with their bundles."""
+    t = topo.build("converter_lan", {"layout": "converter_100_100", "hosts": HOSTS})
+    task = _task(priority=0.2, reliable=True)
+    lossy = [LinkImpairment(link=("s1", n), direction="forward", loss=f"{LOSS:.0%}")
+             for n in [*(f"h{i}" for i in range(1, HOSTS + 1)), "c2"]]  # fmt: skip
+    with Lab(t, RUN_ID, {h.name: "protolab/node:latest" for h in t.hosts}, impairments=lossy) as lab:
+        runner = ConverterRunner(task, lab)
+        runner.prepare()
+        runner.run()
+        cols = runner.result()
+    reps = runner.reports
+    hosts = [f"h{i}" for i in range(1, HOSTS + 1)]
+    wan_prio = int(reps["r1"]["sent_priority"])
+    assert wan_prio >= 0.15 * WAN_RATE * SECONDS, reps["r1"]
+    owed = {h: wan_prio for h in hosts}
+    for h in hosts:
+        for k, v in (reps[h].get("sent_priority_to") or {}).items():
+            owed[hosts[int(k) - 1]] += int(v)
+    for h in hosts:
+        assert int(reps[h]["received_priority"]) == owed[h], (h, reps[h], owed)
+        assert int(reps[h].get("reflected") or 0) == 0, reps[h]
+    assert cols["cv_priority_loss_ratio"] == 0
+    # the loss was real: low-priority messages went missing, and the priority ones needed resending
+    assert 0.01 < cols["cv_loss_ratio"] < 0.3, cols
+    assert cols["cv_retransmitted_total"] > 0 and int(reps["c2"].get("retransmitted") or 0) > 0, reps["c2"]
+    assert sum(int(reps[h].get("retransmitted") or 0) for h in hosts) > 0, [reps[h] for h in hosts]
+    assert int((reps["c2"].get("dropped") or {}).get("gave_up") or 0) == 0, reps["c2"]

@@ -140,6 +140,10 @@ def test_commands_for_the_100_10_converter():
     assert f":{naming.CONVERTER_PORT}" in h
     r = cmds["r1"]
     assert r[0] == "wan" and r[r.index("--rate") + 1] == "5000" and r[r.index("--iface") + 1] == "r1-eth0"
+    assert all("--priority=0.1" in c for c in (h, r)) and "--reliable" not in c2 + h
+    rel = commands(task(load="450/5k", reliable=True, priority=0.5), t, Roles.of(t, "r1"))
+    assert "--reliable" in rel["c2"] and "--reliable" in rel["h1"] and "--reliable" not in rel["c1a"] + rel["r1"]
+    assert "--priority=0.5" in rel["h1"] and "--priority=0.5" in rel["r1"]
 
 
 def test_commands_for_the_baseline_and_the_hub_converter():
@@ -194,8 +198,10 @@ def test_columns_of_the_100_100_converter():
                          "delay_mean_seconds": 0.010 + 0.001 * i, "delay_p99_seconds": 0.02 + 0.001 * i}
                for i in range(1, 7)}  # fmt: skip
     reports["h6"]["reflected"] = 1
-    reports["r1"] = {"sent": 3990, "received": 6000, "elapsed_seconds": 3.99}
-    reports["c2"] = {"dropped": {"malformed": 2, "congestion": 3}}
+    for i in range(1, 7):  # 100 priority messages to each of two others; 440 priority ones received (of 2 x 40 + 400)
+        reports[f"h{i}"] |= {"sent_priority_to": {"a": 40, "b": 40}, "received_priority": 440, "duplicates": 1}
+    reports["r1"] = {"sent": 3990, "received": 6000, "elapsed_seconds": 3.99, "sent_priority": 400}
+    reports["c2"] = {"dropped": {"malformed": 2, "congestion": 3}, "retransmitted": 7}
     budgets = {f"h{i}": 0.05 for i in range(1, 7)}
     c = columns(task(), t, roles, reports, before, after, budgets)
     assert set(c) == set(task().columns())
@@ -214,6 +220,9 @@ def test_columns_of_the_100_100_converter():
     assert c["cv_util_c2_host_ratio"] == pytest.approx(0.05) and c["cv_util_host_link_ratio"] == pytest.approx(0.05)
     assert c["cv_util_c1_c2_ratio"] == pytest.approx(0.05)  # 2 x 2.5 Mbit/s over 100 Mbit/s
     assert c["cv_util_c1_router_ratio"] == pytest.approx(0.04)
+    # priority: 400 WAN at each of 6 hosts + 6 x 80 addressed, 6 x 440 received
+    assert c["cv_priority_loss_ratio"] == pytest.approx((6 * 400 + 480 - 6 * 440) / (6 * 400 + 480))
+    assert c["cv_retransmitted_total"] == 7 and c["cv_duplicates_total"] == 6
 
 
 def test_columns_of_the_baselines():
@@ -230,7 +239,7 @@ def test_columns_of_the_baselines():
     assert c["cv_c1_cpu_ratio"] is None and c["cv_c2_cpu_ratio"] is None
     assert c["cv_host_cpu_share_ratio"] == pytest.approx(0.2)  # no budget: share of one core
     assert c["cv_expected_total"] == 0 and c["cv_loss_ratio"] is None
-    assert c["cv_delay_mean_seconds"] is None
+    assert c["cv_delay_mean_seconds"] is None and c["cv_priority_loss_ratio"] is None
 
 
 def test_roles_must_be_complete():
