@@ -158,6 +158,18 @@ CONVERTER_MSGS = P(
     "short",
     "messages",
 )
+CONVERTER_PRIORITY = P(
+    "Priority messages/s: sent, received, resent, repeats set aside",
+    [
+        _q(f"sum by (node) (rate(protolab_messages_sent_priority_total{{{SEL}}}[5s]))", "{{node}} sent"),
+        _q(f"sum by (node) (rate(protolab_messages_received_priority_total{{{SEL}}}[5s]))", "{{node}} received"),
+        _q(f"sum by (node) (rate(protolab_converter_retransmitted_total{{{SEL}}}[5s]))", "{{node}} resent"),
+        _q(f"sum by (node) (rate(protolab_converter_duplicates_total{{{SEL}}}[5s]))", "{{node}} repeats"),
+    ],
+    "short",
+    "messages",
+    "Reliable delivery between C_2 and the hosts (reliable: true): resent = not acknowledged in time.",
+)
 
 # dashboard uid -> (title, tags, description, rows of panels)
 DASHBOARDS: dict[str, tuple[str, list[str], str, list[tuple[str, list[P]]]]] = {
@@ -190,6 +202,7 @@ DASHBOARDS: dict[str, tuple[str, list[str], str, list[tuple[str, list[P]]]]] = {
             ("Converter", [CONVERTER_CPU, CONVERTER_MSGS]),
             ("End to end", [DELAY, IF_BPS]),
             ("Loss", [DROP_RATIO, DROPS]),
+            ("Priority", [CONVERTER_PRIORITY]),
         ],
     ),
     "protolab-link-fidelity": (
