@@ -160,12 +160,7 @@ CONVERTER_MSGS = P(
 )
 CONVERTER_PRIORITY = P(
     "Priority messages/s: sent, received, resent, repeats set aside",
-    [
-        _q(f"sum by (node) (rate(protolab_messages_sent_priority_total{{{SEL}}}[5s]))", "{{node}} sent"),
-        _q(f"sum by (node) (rate(protolab_messages_received_priority_total{{{SEL}}}[5s]))", "{{node}} received"),
-        _q(f"sum by (node) (rate(protolab_converter_retransmitted_total{{{SEL}}}[5s]))", "{{node}} resent"),
-        _q(f"sum by (node) (rate(protolab_converter_duplicates_total{{{SEL}}}[5s]))", "{{node}} repeats"),
-    ],
+    [_q(f"node:protolab_priority_messages_per_second:rate5s{{{SEL}}}", "{{node}} {{direction}}")],
     "short",
     "messages",
     "Reliable delivery between C_2 and the hosts (reliable: true): resent = not acknowledged in time.",
