@@ -18,6 +18,7 @@ from ..units import parse_duration, parse_quantity, parse_rate, parse_size
 UNIT_SUFFIXES: dict[str, str] = {
     "_bits_per_second": "rate",
     "_packets_per_second": "pps",
+    "_messages_per_second": "mps",
     "_ratio": "ratio",
     "_seconds": "seconds",
     "_total": "total",
@@ -72,6 +73,8 @@ class Display:
             return cls(fam, 1e-6, "Mbit/s")
         if fam == "pps":
             return cls(fam, 1.0, "pkt/s")
+        if fam == "mps":
+            return cls(fam, 1.0, "msg/s")
         if fam == "ratio":
             return cls(fam, 100.0, "%")
         if fam == "seconds":
@@ -91,7 +94,7 @@ class Display:
             return 3 if a < 10 else 2 if a < 1000 else 1
         if self.family == "ratio":
             return 2
-        if self.family == "pps":
+        if self.family in ("pps", "mps"):
             return 0 if a >= 100 else 1
         if self.family == "total":
             return 0 if float(scaled).is_integer() else 1

@@ -340,6 +340,7 @@ def _ylabel(spec: Plot, column: str, disp: Display) -> str:
     base_names = {
         "rate": {"bits per second", "bit/s", "bits/s", "bps"},
         "pps": {"packets per second", "pkt/s", "packets/s"},
+        "mps": {"messages per second", "msg/s", "messages/s"},
         "ratio": {"ratio"},
         "seconds": {"seconds", "s", "second"},
         "bytes": {"bytes", "b"},
@@ -593,9 +594,42 @@ def _check_rows(summary: Mapping[str, Any], sweep: Sweep) -> list[dict[str, Any]
                     else disp.bound(lo, hi)
                 ),
                 "passed": bool(c.get("passed")),
+                "value": c.get("measured"),
+                "disp": disp,
             }
         )
     return out
+
+
+def _check_groups(rows: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
+    """One line per check over all the points it ran at (failures first): how many passed, the measured range."""
+    groups: dict[tuple[str, str], list[Mapping[str, Any]]] = {}
+    for r in rows:
+        groups.setdefault((r["name"], r["column"]), []).append(r)
+    out = []
+    for (name, column), rs in groups.items():
+        vals = clean(r["value"] for r in rs)
+        disp = rs[0]["disp"]
+        lo, hi = (min(vals), max(vals)) if vals else (None, None)
+        measured = (
+            "not measured"
+            if lo is None
+            else disp.with_unit(lo)
+            if disp.number(lo) == disp.number(hi)
+            else f"{disp.number(lo)} .. {disp.with_unit(hi)}"
+        )
+        bounds = sorted({r["bound"] for r in rs})
+        out.append(
+            {
+                "name": name,
+                "column": column,
+                "points": len(rs),
+                "passed": sum(1 for r in rs if r["passed"]),
+                "measured": measured,
+                "bound": bounds[0] if len(bounds) == 1 else "per point",
+            }
+        )
+    return sorted(out, key=lambda g: g["passed"] == g["points"])
 
 
 def _stat_rows(summary: Mapping[str, Any], sweep: Sweep) -> list[dict[str, str]]:
@@ -718,7 +752,8 @@ def report_html(
         "seed_document": seed.get("document"),
         "valid": None if summary is None else bool(summary.get("valid")),
         "invalid_reasons": list((summary or {}).get("invalid_reasons") or []),
-        "checks": _check_rows(summary or {}, sweep),
+        "checks": (checks := _check_rows(summary or {}, sweep)),
+        "check_groups": _check_groups(checks),
         "checks_passed": (summary or {}).get("checks_passed", 0),
         "checks_failed": (summary or {}).get("checks_failed", 0),
         "stats": _stat_rows(summary or {}, sweep),

@@ -205,7 +205,14 @@ def test_report_content(rendered):
     assert "labhost &lt;lab&amp;1&gt;" in html
     assert "6.1.0-test-amd64" in html and "iperf3" in html and "sha256:feedface" in html and "0123456789abcdef" in html
     assert "<details>" in html and "random_seed: 7" in html  # the spec as YAML
-    assert html.count('class="pass"') == 7 and html.count('class="fail"') == 3
+    checks = html[html.index('id="checks"') :]
+    by_check, per_point = checks.split("<details", 1)
+    assert per_point.count('class="pass"') == 7 and per_point.count('class="fail"') == 3
+    # one line per check (failures first): 3 checks failed somewhere, 1 passed everywhere
+    assert by_check.count('class="pass"') == 1 and by_check.count('class="fail"') == 3
+    assert by_check.index("FAIL") < by_check.index("PASS") and "1 / 2" in by_check and "2 / 2" in by_check
+    assert "9.600 .. 61.00 Mbit/s" in by_check  # the range of the means, in human units
+    assert "<details open>" in checks  # the per-point list is open when something failed
     # the failing hub 100 Mbit check in human units
     assert "61.000 Mbit/s" not in html and "61.00 Mbit/s" in html and "95.00 – 105.00 Mbit/s" in html
     assert "not measured" in html
