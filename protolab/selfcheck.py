@@ -5,7 +5,8 @@ direction's own ends where they are hosts, else a host on the other side of the 
 the other and with nothing else running:
 
 - delay and loss: `ping`, 1000 requests 2 ms apart (slower on slow links, fewer on long paths); the mean RTT against the
-  configured delays of the forward and reverse path, within max(0.5 ms, 2 %); the configured random loss
+  configured delays of the forward and reverse path, within max(0.5 ms, 2 %) plus 3 standard errors of the mean
+  (jitter makes the mean itself vary); the configured random loss
   (and corruption, which the receiver's checksum turns into loss) of both paths must lie inside the
   99.9 % exact binomial interval of the requests that went unanswered. The RTT's standard deviation is
   reported beside the configured jitter (root-sum-square along the path), not checked: realized jitter
@@ -37,6 +38,7 @@ from .workloads.ping_runner import summary as ping_summary
 
 RATE_TOLERANCE = 0.03
 DELAY_TOLERANCE, DELAY_FLOOR = 0.02, 0.0005
+MEAN_SE = 3  # standard errors of the mean RTT added to the delay bound
 LOSS_CONFIDENCE = 0.999
 PING_COUNT, PING_INTERVAL, PING_FRAME = 1000, 0.002, 56 + 8 + 20 + 14
 PING_MIN_COUNT, PING_SECONDS, PING_PIPE = 200, 2.0, 40
@@ -189,6 +191,12 @@ def measure_echo(lab: Any, p: ProbePath, want: Expected) -> tuple[int, list[floa
     return sent, [e.rtt for e in echoes], ping_summary(out)
 
 
+def rtt_bound(rtt: float, sd: float, n: int) -> float:
+    """How far the mean of n RTTs with deviation sd may be from the configured rtt: max(0.5 ms, 2 %), plus 3
+    standard errors of the mean (a jittered path's mean of 1000 pings moves by ~sd/30 between runs)."""
+    return max(DELAY_FLOOR, DELAY_TOLERANCE * rtt) + (MEAN_SE * sd / math.sqrt(n) if n > 1 else 0.0)
+
+
 def check_direction(lab: Any, p: ProbePath, want: Expected) -> dict[str, Any]:
     from .results.checks import binomial_interval
 
@@ -201,7 +209,7 @@ def check_direction(lab: Any, p: ProbePath, want: Expected) -> dict[str, Any]:
     if rtts:
         mean_rtt, sd = precise or (statistics.fmean(rtts), statistics.pstdev(rtts))
         meas |= {"rtt_mean_seconds": mean_rtt, "rtt_stddev_seconds": sd}
-        bound = max(DELAY_FLOOR, DELAY_TOLERANCE * want.rtt_seconds)
+        bound = rtt_bound(want.rtt_seconds, sd, len(rtts))
         if abs(mean_rtt - want.rtt_seconds) > bound:
             out["failures"].append(f"RTT {mean_rtt * 1e3:.3f} ms, configured {want.rtt_seconds * 1e3:.3f} ms "
                                    f"(bound ±{bound * 1e3:.3f} ms)")  # fmt: skip
