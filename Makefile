@@ -44,8 +44,8 @@ schema: venv ## regenerate experiments/schema.json from the spec models
 	$(PROTOLAB) schema
 
 lint: venv ## ruff, gofmt, go vet, schema and dashboards freshness
-	$(VENV)/bin/ruff check protolab mininet-topologies
-	$(VENV)/bin/ruff format --check protolab mininet-topologies
+	$(VENV)/bin/ruff check protolab mininet-topologies bench
+	$(VENV)/bin/ruff format --check protolab mininet-topologies bench
 	@test -z "$$(cd agents && gofmt -l .)" || { echo "gofmt needed:"; cd agents && gofmt -l .; exit 1; }
 	cd agents && go vet ./...
 	$(PROTOLAB) schema --check

@@ -31,6 +31,7 @@ var (
 			"skipped = a corruption or duplication not applied because the packet had been copied truncated.",
 		"kind")
 	kWaitingDesc = linkemDesc("kernel_queue_packets", "Packets in the kernel's queue waiting for a verdict (held ones included), from /proc/net/netfilter/nfnetlink_queue.")
+	polledDesc   = linkemDesc("busy_polled_packets_total", "Packets read while busy polling (--busy-poll), without a wake-up of their own.")
 	kDroppedDesc = linkemDesc("kernel_dropped_packets_total",
 		"Packets the kernel dropped before linkem saw them: queue_full = kernel queue at its length, socket_full = netlink socket buffer full (linkem too slow).",
 		"cause")
@@ -69,6 +70,7 @@ func (c *Collector) Update(ch chan<- prometheus.Metric) error {
 	if c.queue == nil {
 		return nil
 	}
+	ch <- prometheus.MustNewConstMetric(polledDesc, prometheus.CounterValue, float64(c.queue.BusyPolled()), link)
 	ks, err := c.queue.KernelStats()
 	if err != nil {
 		return err

@@ -26,6 +26,17 @@
 // releasing a packet allocates nothing. The verdicts of held packets come
 // late and out of order, which NFQUEUE allows.
 //
+// Each packet that finds linkem asleep pays for its wake-up: the netlink
+// socket's readiness, an idle CPU leaving its halt (tens of microseconds
+// on a VM) and the Go netpoller's hand-off; `protolab-linkem bench`
+// measured ~60..80 us added at p50 on the lab VM. --busy-poll D
+// (StartOptions.BusyPoll) keeps the receiving goroutine reading the socket
+// without blocking for D after the last packet, releasing due held packets
+// between reads, so that within a burst only the first packet pays: ~1..3
+// us at p50. The price is a busy CPU while packets keep coming and, with
+// GOMAXPROCS=1, HTTP requests (config changes, scrapes) served only when
+// the runtime preempts the loop (up to ~10 ms); labs leave it off.
+//
 // The copy range is 64 bytes (headers, and the packet length) unless
 // corruption or duplication is configured, which need the whole packet
 // (65531 bytes, the kernel's maximum); it is switched when a configuration

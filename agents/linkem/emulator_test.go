@@ -484,3 +484,27 @@ func TestArrivalReleasesDue(t *testing.T) {
 	}
 	checkInvariant(t, e)
 }
+
+// An empty batch (the busy-polling receiver's call between reads that
+// found nothing) releases what has fallen due and nothing else, and counts
+// no arrival.
+func TestEmptyBatchReleasesDue(t *testing.T) {
+	e, be, clock, _ := newTestEmulator(t, Config{Delay: Duration(time.Millisecond)})
+	e.Arrive(udpPacket(1, 10))
+	clock.advance(500 * time.Microsecond)
+	e.Arrive(udpPacket(2, 10))
+	e.ArriveBatch(nil)
+	if out := be.sent(); len(out) != 0 {
+		t.Fatalf("sent %+v before anything was due", out)
+	}
+	clock.advance(500 * time.Microsecond)
+	e.ArriveBatch(nil)
+	out := be.sent()
+	if len(out) != 1 || out[0].v.ID != 1 {
+		t.Fatalf("sent %+v; want packet 1 alone", out)
+	}
+	if c := e.Counts(); c.Received != 2 || e.Held() != 1 {
+		t.Errorf("received %d held %d; want 2 and 1", c.Received, e.Held())
+	}
+	checkInvariant(t, e)
+}

@@ -4,15 +4,18 @@ import (
 	"fmt"
 	"log/slog"
 	"sync"
+	"time"
 )
 
 // StartOptions configure Start.
 type StartOptions struct {
-	Queue  uint16
-	Name   string // metrics label; default "q<queue>"
-	Seed   uint64
-	NetNS  string // network namespace path; "" = the process's own
-	Logger *slog.Logger
+	Queue uint16
+	Name  string // metrics label; default "q<queue>"
+	Seed  uint64
+	NetNS string // network namespace path; "" = the process's own
+	// BusyPoll: see QueueOptions.BusyPoll (0: wait in the netpoller).
+	BusyPoll time.Duration
+	Logger   *slog.Logger
 }
 
 // Linkem is a running emulator bound to a netfilter queue.
@@ -40,7 +43,7 @@ func Start(cfg Config, o StartOptions) (*Linkem, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
-	q, err := OpenQueue(QueueOptions{Queue: o.Queue, NetNS: o.NetNS, FullCopy: cfg.needsPayload(), Logger: o.Logger})
+	q, err := OpenQueue(QueueOptions{Queue: o.Queue, NetNS: o.NetNS, BusyPoll: o.BusyPoll, FullCopy: cfg.needsPayload(), Logger: o.Logger})
 	if err != nil {
 		return nil, err
 	}

@@ -58,6 +58,7 @@ type benchOpts struct {
 	jsonOut          bool
 	bin              string
 	queue            uint
+	busyPoll         time.Duration
 }
 
 // BenchResult is what `bench --json` prints.
@@ -65,7 +66,8 @@ type BenchResult struct {
 	LinkemCPU  int               `json:"linkem_cpu"`
 	LoadCPU    int               `json:"load_cpu"`
 	Pinned     bool              `json:"pinned"`
-	Latency    map[string]LatRes `json:"latency"` // "without", "with"
+	BusyPollUS float64           `json:"busy_poll_us"` // linkem's --busy-poll (0: off)
+	Latency    map[string]LatRes `json:"latency"`      // "without", "with"
 	AddedP50us float64           `json:"added_p50_us"`
 	AddedP99us float64           `json:"added_p99_us"`
 	// InternalP50us and InternalP99us estimate, from linkem's
@@ -117,6 +119,7 @@ func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 	fs.BoolVar(&o.jsonOut, "json", false, "print the results as JSON")
 	fs.StringVar(&o.bin, "linkem-bin", "", "linkem binary to run (default: this executable)")
 	fs.UintVar(&o.queue, "queue", 4242, "NFQUEUE number used inside the throw-away namespace")
+	fs.DurationVar(&o.busyPoll, "busy-poll", 0, "run linkem with this --busy-poll (0 = off, as in a lab)")
 	fs.Usage = func() { fmt.Fprintln(fs.Output(), "Run 'protolab-linkem bench --help' for the flags.") }
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
@@ -134,8 +137,8 @@ func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 		}
 		o.sizes = append(o.sizes, n)
 	}
-	if o.latRate < 1 || o.latN < 100 || o.duration <= 0 || o.queue > 65535 {
-		fmt.Fprintln(stderr, "protolab-linkem bench: --latency-rate must be >= 1, --latency-count >= 100, --duration > 0, --queue <= 65535")
+	if o.latRate < 1 || o.latN < 100 || o.duration <= 0 || o.queue > 65535 || o.busyPoll < 0 || o.busyPoll > 10*time.Millisecond {
+		fmt.Fprintln(stderr, "protolab-linkem bench: --latency-rate must be >= 1, --latency-count >= 100, --duration > 0, --queue <= 65535, --busy-poll 0..10ms")
 		return 2
 	}
 	if o.bin == "" {
@@ -169,6 +172,9 @@ func printBench(w io.Writer, o benchOpts, r *BenchResult) {
 	pin := fmt.Sprintf("linkem pinned to CPU %d (GOMAXPROCS=1), sender+receiver on CPU %d", o.linkemCPU, o.loadCPU)
 	if !r.Pinned {
 		pin = "not pinned (taskset missing)"
+	}
+	if o.busyPoll > 0 {
+		pin += fmt.Sprintf("; linkem busy-polls %v after each packet", o.busyPoll)
 	}
 	fmt.Fprintf(w, "protolab-linkem bench: no impairment configured; %s; %d CPUs\n", pin, runtime.NumCPU())
 	fmt.Fprintf(w, "\none-way latency, %d-byte UDP payloads paced at %d pkt/s (%d packets):\n", 64, o.latRate, o.latN)
@@ -212,7 +218,7 @@ func pinProcess(cpu int) error {
 }
 
 func bench(ctx context.Context, o benchOpts, logw io.Writer) (*BenchResult, error) {
-	res := &BenchResult{LinkemCPU: o.linkemCPU, LoadCPU: o.loadCPU, Latency: map[string]LatRes{}}
+	res := &BenchResult{LinkemCPU: o.linkemCPU, LoadCPU: o.loadCPU, BusyPollUS: float64(o.busyPoll) / 1e3, Latency: map[string]LatRes{}}
 	_, tasksetErr := exec.LookPath("taskset")
 	res.Pinned = tasksetErr == nil && runtime.NumCPU() > 1
 	if res.Pinned {
@@ -552,7 +558,7 @@ type benchChild struct {
 
 func startLinkem(ctx context.Context, tb *linkem.Testbed, o benchOpts, pinned bool) (*benchChild, error) {
 	args := []string{o.bin, "--netns", tb.NSPath(tb.NSB), "--queue", fmt.Sprint(o.queue),
-		"--listen", "127.0.0.1:0", "--log-level", "warn", "--name", "bench"}
+		"--listen", "127.0.0.1:0", "--log-level", "warn", "--name", "bench", "--busy-poll", o.busyPoll.String()}
 	if pinned {
 		args = append([]string{"taskset", "-c", fmt.Sprint(o.linkemCPU)}, args...)
 	}
