@@ -1,8 +1,9 @@
 package linkem
 
 // Root integration tests: two namespaces plabt-*-a and plabt-*-b joined by
-// a veth pair, an iptables mangle PREROUTING rule in b sending the veth's
-// packets to NFQUEUE (with --queue-bypass), linkem bound to that queue in
+// a veth pair, an iptables mangle PREROUTING rule in b sending the UDP
+// datagrams from a's test address to NFQUEUE (with --queue-bypass; what the
+// kernels send by themselves is not queued), linkem bound to that queue in
 // b (setns: StartOptions.NetNS), and UDP senders, receivers and echo
 // servers written here. Everything is removed in t.Cleanup.
 
@@ -194,6 +195,58 @@ func (s *sender) sendPaced(t *testing.T, n, size, burst int, gap time.Duration) 
 	}
 }
 
+// sendNoise sends what the test's flow is not, as the kernels do on their
+// own after links come up (neighbour discovery, MLD, router solicitation):
+// ICMP echo requests from A to B and, over IPv6, to the all-nodes group
+// ff02::1 on A's veth. The queue rule must leave it alone: linkem's
+// counters are compared with what the sink received.
+func sendNoise(t *testing.T, tb *Testbed, v6 bool, n int) {
+	t.Helper()
+	network, dsts := "ip4:icmp", []*net.IPAddr{{IP: tb.AddrB}}
+	echo := []byte{8, 0, 0, 0, 0x12, 0x34, 0, 0, 'n', 'o', 'i', 's', 'e', 0, 0, 0}
+	if v6 {
+		// The kernel fills in ICMPv6 checksums on raw sockets.
+		network, dsts = "ip6:ipv6-icmp", []*net.IPAddr{{IP: tb.Addr6B}, {IP: net.ParseIP("ff02::1"), Zone: tb.IfA}}
+		echo[0] = 128
+	} else {
+		binary.BigEndian.PutUint16(echo[2:4], icmpChecksum(echo))
+	}
+	var c net.PacketConn
+	err := InNetNS(tb.NSPath(tb.NSA), func() error {
+		var err error
+		c, err = net.ListenPacket(network, "")
+		return err
+	})
+	if err != nil {
+		t.Fatalf("raw socket for the noise: %v", err)
+	}
+	defer c.Close()
+	for i := 0; i < n; i++ {
+		for _, dst := range dsts {
+			if _, err := c.WriteTo(echo, dst); err != nil {
+				t.Fatalf("sending noise to %v: %v", dst, err)
+			}
+		}
+		if i%20 == 19 {
+			time.Sleep(time.Millisecond)
+		}
+	}
+}
+
+func icmpChecksum(b []byte) uint16 {
+	var sum uint32
+	for i := 0; i+1 < len(b); i += 2 {
+		sum += uint32(b[i])<<8 | uint32(b[i+1])
+	}
+	if len(b)%2 == 1 {
+		sum += uint32(b[len(b)-1]) << 8
+	}
+	for sum > 0xffff {
+		sum = sum>>16 + sum&0xffff
+	}
+	return ^uint16(sum)
+}
+
 // waitCount waits until the sink has n datagrams or the time is up.
 func (s *sink) waitCount(n int, d time.Duration) int {
 	deadline := time.Now().Add(d)
@@ -378,6 +431,7 @@ func TestIntegrationLoss(t *testing.T) {
 	tb, l := startBed(t, Config{Loss: 20})
 	s := newSink(t, tb, 7002)
 	tx := newSender(t, tb, 7002)
+	sendNoise(t, tb, false, 200)
 	const n = 3000
 	tx.sendPaced(t, n, 100, 20, time.Millisecond)
 	time.Sleep(200 * time.Millisecond)
@@ -401,6 +455,7 @@ func TestIntegrationReorder(t *testing.T) {
 	tb, l := startBed(t, Config{Delay: Duration(10 * time.Millisecond), Reorder: 25})
 	s := newSink(t, tb, 7003)
 	tx := newSender(t, tb, 7003)
+	sendNoise(t, tb, false, 200)
 	const n = 2000
 	tx.sendPaced(t, n, 64, 2, 500*time.Microsecond)
 	s.waitCount(n, 2*time.Second)
@@ -476,6 +531,7 @@ func TestIntegrationCorrupt(t *testing.T) {
 	tb, l := startBed(t, Config{Corrupt: 10})
 	s := newSink(t, tb, 7004)
 	tx := newSender(t, tb, 7004)
+	sendNoise(t, tb, false, 200)
 	in0, err0, csum0 := udpCounters(t, tb.NSPath(tb.NSB))
 	const n = 2000
 	tx.sendPaced(t, n, 200, 20, time.Millisecond)
@@ -506,11 +562,14 @@ func TestIntegrationDuplicate(t *testing.T) {
 	tb, l := startBed(t, Config{Duplicate: 20})
 	s := newSink(t, tb, 7005)
 	tx := newSender(t, tb, 7005)
+	sendNoise(t, tb, false, 200)
 	checkDuplicates(t, l, s, tx)
 }
 
 // The same over IPv6 (ip6tables rule; the copies go out through the IPv6
-// raw socket).
+// raw socket). On a fresh machine the kernels' own neighbour discovery,
+// MLD and router solicitations arrive during the test; the queue rule
+// takes the test's datagrams only, and the noise sent here checks that.
 func TestIntegrationDuplicateIPv6(t *testing.T) {
 	tb, l := startBed(t, Config{Duplicate: 20})
 	if err := tb.InstallQueueRule6(); err != nil {
@@ -518,6 +577,7 @@ func TestIntegrationDuplicateIPv6(t *testing.T) {
 	}
 	s := newSinkAt(t, tb, tb.Addr6B, 7009)
 	tx := newSenderTo(t, tb, tb.Addr6B, 7009)
+	sendNoise(t, tb, true, 200)
 	checkDuplicates(t, l, s, tx)
 }
 

@@ -19,10 +19,11 @@ import (
 // Testbed is a pair of network namespaces joined by a veth pair, for
 // linkem's integration tests and its benchmark: A (plabt-P-PID-N-a,
 // interface plt-...a, 192.0.2.1/24) sends to B (plabt-P-PID-N-b, interface
-// plt-...b, 192.0.2.2/24), whose mangle PREROUTING rule queues what arrives on the
-// veth. Everything it creates carries the plabt-/plt- prefixes and goes
-// away with Close (deleting a namespace deletes its veth end and its
-// iptables rules). It never touches the root namespace.
+// plt-...b, 192.0.2.2/24), whose mangle PREROUTING rule queues the UDP
+// datagrams A sends to B (QueueRule). Everything it creates carries the
+// plabt-/plt- prefixes and goes away with Close (deleting a namespace
+// deletes its veth end and its iptables rules). It never touches the root
+// namespace.
 type Testbed struct {
 	Tag      string
 	NSA, NSB string // namespace names
@@ -79,8 +80,8 @@ func NewTestbed(prefix string, queue uint16) (*Testbed, error) {
 			tb.created = append(tb.created, s[3])
 		}
 	}
-	// Static neighbours: no ARP exchange (whose packets would be queued
-	// too) can delay the first measurements.
+	// Static neighbours: no ARP or neighbour solicitation can delay the
+	// first measurements.
 	macA, errA := ifaceMAC(tb.NSPath(tb.NSA), tb.IfA)
 	macB, errB := ifaceMAC(tb.NSPath(tb.NSB), tb.IfB)
 	if err := errors.Join(errA, errB); err != nil {
@@ -134,10 +135,25 @@ func (tb *Testbed) SetMTU(mtu int) error {
 // NSPath is the path of a namespace of the bed, for InNetNS and --netns.
 func (tb *Testbed) NSPath(name string) string { return "/run/netns/" + name }
 
-// QueueRule is the iptables rule (after "-t mangle -A") that queues B's
-// incoming veth packets.
+// QueueRule is the iptables rule (after "-t mangle -A") that queues the
+// tests' own packets as they arrive at B: UDP from AddrA to AddrB on B's
+// veth. What the kernels send by themselves (neighbour discovery, DAD,
+// MLD and IGMP reports, router solicitations: ICMP or IGMP, mostly
+// link-local or multicast) is left alone, so linkem's counters count the
+// test's datagrams and nothing else, however soon after the links came up
+// a test runs.
 func (tb *Testbed) QueueRule() []string {
-	return []string{"PREROUTING", "-i", tb.IfB, "-j", "NFQUEUE", "--queue-num", fmt.Sprint(tb.Queue), "--queue-bypass"}
+	return tb.queueRule(tb.AddrA, tb.AddrB)
+}
+
+// QueueRule6 is QueueRule for IPv6 (ip6tables, Addr6A to Addr6B).
+func (tb *Testbed) QueueRule6() []string {
+	return tb.queueRule(tb.Addr6A, tb.Addr6B)
+}
+
+func (tb *Testbed) queueRule(src, dst net.IP) []string {
+	return []string{"PREROUTING", "-i", tb.IfB, "-p", "udp", "-s", src.String(), "-d", dst.String(),
+		"-j", "NFQUEUE", "--queue-num", fmt.Sprint(tb.Queue), "--queue-bypass"}
 }
 
 // InstallQueueRule adds the NFQUEUE rule in B.
@@ -154,7 +170,7 @@ func (tb *Testbed) InstallQueueRule() error {
 
 // InstallQueueRule6 adds the same rule for IPv6 with ip6tables.
 func (tb *Testbed) InstallQueueRule6() error {
-	return runCmd(append([]string{"ip", "netns", "exec", tb.NSB, "ip6tables", "-w", "5", "-t", "mangle", "-A"}, tb.QueueRule()...)...)
+	return runCmd(append([]string{"ip", "netns", "exec", tb.NSB, "ip6tables", "-w", "5", "-t", "mangle", "-A"}, tb.QueueRule6()...)...)
 }
 
 // RemoveQueueRule deletes the NFQUEUE rule from B.
