@@ -12,7 +12,7 @@ export GOTOOLCHAIN := local
 export PATH := $(PATH):/usr/local/go/bin
 export ANSIBLE_CONFIG := $(CURDIR)/ansible/ansible.cfg
 
-.PHONY: help setup venv images experiment test lint unit go-test integration bench clean up down nightly schema rules-test
+.PHONY: help setup venv images experiment test lint unit go-test integration bench clean up down nightly schema rules-test fuzz
 
 help: ## list the targets
 	@echo "protolab -- containerized protocol-performance lab"
@@ -57,6 +57,15 @@ unit: venv ## fast rootless tests (Python)
 go-test: ## Go tests of the agents module
 	cd agents && go test ./...
 
+FUZZTIME ?= 10s
+fuzz: ## run every Go fuzz target (func FuzzX in agents/) for FUZZTIME (10s) each
+	@cd agents && for f in $$(grep -rl --include='*_test.go' '^func Fuzz' . | sort); do \
+	  for t in $$(sed -n 's/^func \(Fuzz[A-Za-z0-9_]*\)(.*/\1/p' "$$f"); do \
+	    echo "fuzz: $$t in $$(dirname "$$f") for $(FUZZTIME)"; \
+	    go test -run '^$$' -fuzz "^$$t\$$" -fuzztime $(FUZZTIME) "$$(dirname "$$f")" || exit 1; \
+	  done; \
+	done
+
 integration: images ## tests on a real lab (root, Docker, Mininet)
 	$(PY) -m pytest -q -m integration protolab/tests/integration
 
@@ -66,7 +75,7 @@ rules-test: images ## promtool check + unit tests of the Prometheus recording ru
 	$(PROMTOOL) check rules $(CURDIR)/images/monitor/rules/*.rules.yml
 	$(PROMTOOL) test rules $(CURDIR)/images/monitor/rules/tests/*.test.yml
 
-test: images lint unit rules-test go-test integration ## everything: lint, unit, rules, Go, integration (what CI runs)
+test: images lint unit rules-test go-test fuzz integration ## everything: lint, unit, rules, Go, fuzz, integration (what CI runs)
 
 bench: images ## benchmarks (figures, not gates): deploy/teardown per node, impairment apply/clear, linkem pps + added delay, DIS host PDUs/s, converter C_2 msgs/s + added delay
 	$(PY) -m bench.deploy

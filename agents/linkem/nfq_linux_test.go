@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/binary"
 	"testing"
+	"unsafe"
 
 	"golang.org/x/sys/unix"
 )
@@ -96,4 +97,60 @@ func TestAppendVerdict(t *testing.T) {
 	if !bytes.Equal(m[36:41], []byte{1, 2, 3, 4, 5}) || binary.NativeEndian.Uint16(m[34:]) != nfqaPayload {
 		t.Errorf("modified verdict payload attribute wrong: %v", m[32:])
 	}
+}
+
+// FuzzParseMessages feeds netlink datagrams as recvmmsg hands them over:
+// whatever the bytes, parsing never panics, never reads outside the
+// datagram, and returns at most one packet per message; a well-formed
+// packet message (id, payload, cap_len taken from the input) parses back
+// to exactly what it carries.
+func FuzzParseMessages(f *testing.F) {
+	payload := []byte{0x45, 1, 2, 3, 4, 5, 6}
+	f.Add(nfqPacketMsg(17, payload, 0))
+	f.Add(append(nfqPacketMsg(18, payload[:4], 1500), nfqPacketMsg(19, nil, 0)...))
+	errMsg := binary.NativeEndian.AppendUint32(nil, unix.NLMSG_HDRLEN+4)
+	errMsg = binary.NativeEndian.AppendUint16(errMsg, unix.NLMSG_ERROR)
+	errMsg = append(errMsg, make([]byte, 10)...)
+	f.Add(binary.NativeEndian.AppendUint32(errMsg, uint32(0xfffffffe)))
+	f.Add([]byte{})
+	q := &Queue{logger: discardLogger()}
+	f.Fuzz(func(t *testing.T, b []byte) {
+		in := append([]byte(nil), b...)
+		pkts := q.parseMessages(in, nil)
+		if len(pkts) > len(in)/unix.NLMSG_HDRLEN {
+			t.Fatalf("%d packets from %d bytes", len(pkts), len(in))
+		}
+		for i, p := range pkts {
+			if len(p.Data) > len(in) || p.Len < len(p.Data) || p.Len < 0 {
+				t.Fatalf("packet %d: %d data bytes, length %d, from a %d-byte datagram", i, len(p.Data), p.Len, len(in))
+			}
+			if len(p.Data) > 0 && !within(in, p.Data) {
+				t.Fatalf("packet %d: data is not a part of the datagram", i)
+			}
+		}
+		if !bytes.Equal(in, b) {
+			t.Fatal("parsing changed the datagram")
+		}
+
+		// The same bytes as the id, cap_len and payload of a real message.
+		if len(b) < 8 || len(b) > 60000 {
+			return
+		}
+		id, capLen, data := binary.BigEndian.Uint32(b[0:4]), binary.BigEndian.Uint32(b[4:8])>>16, b[8:]
+		got := q.parseMessages(nfqPacketMsg(id, data, capLen), nil)
+		want := max(len(data), int(capLen))
+		if len(got) != 1 || got[0].ID != id || !bytes.Equal(got[0].Data, data) || got[0].Len != want {
+			t.Fatalf("message id %d, %d payload bytes, cap_len %d parsed as %+v", id, len(data), capLen, got)
+		}
+	})
+}
+
+// within tells whether sub lies inside b's memory.
+func within(b, sub []byte) bool {
+	if len(b) == 0 {
+		return false
+	}
+	start := uintptr(unsafe.Pointer(&b[0]))
+	s := uintptr(unsafe.Pointer(&sub[0]))
+	return s >= start && s+uintptr(len(sub)) <= start+uintptr(len(b))
 }
