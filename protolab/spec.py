@@ -4,7 +4,8 @@ A spec names the seed table it reproduces, a topology (kind + parameters), node 
 sweep axes, repetitions, a random seed, measurements, tables, plots and checks. Profiles (`quick`,
 `full`, ...) are partial specs deep-merged over the base. Any string value may reference a sweep axis as
 `${axis}` (or `${axis.key}` for axes whose values are mappings); each sweep point is substituted and
-validated on its own, so an error names the file, the field, the reason and the point.
+validated on its own, so an error names the file, the field, the reason and the point. Bounds: at most
+MAX_FAULT_EVENTS_PER_PHASE fault events per phase.
 """
 
 from __future__ import annotations
@@ -12,6 +13,7 @@ from __future__ import annotations
 import copy
 import itertools
 import json
+import math
 import re
 from dataclasses import dataclass
 from pathlib import Path
@@ -21,7 +23,7 @@ import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from . import topo
-from .faults import Fault
+from .faults import MAX_FAULT_EVENTS_PER_PHASE, Fault
 from .impair import LinkImpairment
 from .units import Quantity, Seconds
 from .workloads import TASK_MODELS
@@ -83,7 +85,15 @@ class Phase(Strict):
         names = [t.name for t in self.tasks]
         if len(set(names)) != len(names):
             raise ValueError(f"task names repeat in phase {self.name}: {names}")
+        for t in self.tasks:
+            if not (t.duration > 0 and math.isfinite(t.duration)):
+                raise ValueError(f"phase {self.name}, task {t.name}: duration must be a finite time longer than 0s")
         return self
+
+    @property
+    def seconds(self) -> float:
+        """The phase's length: its longest task (what fault times are checked against)."""
+        return max(t.duration for t in self.tasks)
 
 
 class Measurement(Strict):
@@ -267,6 +277,17 @@ class Experiment(Strict):
             for i, f in enumerate(phase.faults):
                 if tuple(f.link) not in linked:
                     raise ValueError(f"phase {phase.name} faults.{i}: no link between {f.link[0]} and {f.link[1]}")
+                try:
+                    f.check(phase.seconds)
+                except ValueError as exc:
+                    raise ValueError(f"phase {phase.name} faults.{i}: {exc}") from None
+            counts = [f.event_count(phase.seconds) for f in phase.faults]
+            if sum(counts) > MAX_FAULT_EVENTS_PER_PHASE:
+                each = ", ".join(f"faults.{i} {n}" for i, n in enumerate(counts))
+                raise ValueError(
+                    f"phase {phase.name}: its faults make {sum(counts)} events ({each}), more than the limit of"
+                    f" {MAX_FAULT_EVENTS_PER_PHASE} per phase"
+                )
         for m in self.measurements:
             if m.phase is not None and m.phase not in {p.name for p in self.phases}:
                 raise ValueError(f"measurement {m.name}: no phase {m.phase!r} ({[p.name for p in self.phases]})")

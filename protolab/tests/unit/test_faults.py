@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 from pydantic import ValidationError
 
-from protolab.faults import Fault
+from protolab.faults import MAX_FAULT_EVENTS_PER_PHASE, Fault, Flap
 
 
 def test_sciop_flap_pattern_two_links_out_of_phase():
@@ -43,3 +43,54 @@ def test_single_actions_and_step_changes():
 def test_ambiguous_faults_are_refused(fields):
     with pytest.raises(ValidationError):
         Fault.model_validate(fields)
+
+
+@pytest.mark.parametrize("field", ["down", "up"])
+def test_a_flap_of_zero_or_less_is_refused(field):
+    with pytest.raises(ValidationError) as err:
+        Fault.model_validate({"link": ["h1", "s1"], "flap": {"down": "1s", "up": "1s", field: "0s"}})
+    (e,) = err.value.errors()
+    assert e["loc"] == ("flap", field) and f"{field} must be longer than 0s" in e["msg"]
+
+
+def test_events_refuse_a_zero_period_instead_of_looping():
+    f = Fault.model_validate({"link": ["h1", "s1"], "flap": {"down": "1s", "up": "1s"}})
+    f.flap = Flap.model_construct(down=0.0, up=0.0, offset=0.0)  # as if validation had been skipped
+    with pytest.raises(ValueError, match="down and up must be longer than 0s"):
+        f.events(10)
+
+
+def test_events_refuse_more_than_the_limit_instead_of_making_them():
+    f = Fault.model_validate({"link": ["h1", "s1"], "flap": {"down": "1ms", "up": "1ms"}})
+    assert f.event_count(10) == len(f.events(10)) == MAX_FAULT_EVENTS_PER_PHASE
+    with pytest.raises(ValueError) as err:
+        f.events(60)
+    assert str(err.value) == (
+        "flap on h1-s1 (down 1ms, up 1ms) from 0ms to 60s of a 60s phase makes 60000 events,"
+        " more than the limit of 10000 per phase"
+    )
+
+
+@pytest.mark.parametrize(
+    ("flap", "stop", "phase"),
+    [({"down": "4s", "up": "12s"}, None, 40), ({"down": "4s", "up": "2s"}, "5s", 60),
+     ({"down": "100ms", "up": "100ms", "offset": "50ms"}, None, 5), ({"down": "3ms", "up": "7ms"}, "1s", 1.0),
+     ({"down": "0.1ms", "up": "0.1ms"}, None, 1.0)],
+)  # fmt: skip
+def test_event_count_matches_the_expansion(flap, stop, phase):
+    f = Fault.model_validate({"link": ["h1", "s1"], "flap": flap} | ({"stop": stop} if stop else {}))
+    assert f.event_count(phase) == len(f.events(phase))
+
+
+def test_start_and_stop_belong_to_flaps_and_stop_comes_after_start():
+    with pytest.raises(ValidationError, match="`start`/`stop` belong to a flap"):
+        Fault.model_validate({"link": ["h1", "s1"], "at": "1s", "action": "down", "stop": "3s"})
+    with pytest.raises(ValidationError, match=r"stop \(2s\) must be after start \(3s\)"):
+        Fault.model_validate({"link": ["h1", "s1"], "flap": {"down": "1s", "up": "1s"}, "start": "3s", "stop": "2s"})
+
+
+def test_check_refuses_faults_past_the_phase_end():
+    late = Fault.model_validate({"link": ["h1", "s1"], "at": "12s", "action": "down"})
+    with pytest.raises(ValueError, match=r"at 12s is not before the phase's end \(10s, its longest task\)"):
+        late.check(10)
+    late.check(12.5)

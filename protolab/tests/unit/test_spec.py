@@ -148,3 +148,49 @@ def test_receiver_side_impairment_into_a_hub_is_refused(tmp_path):
     data["impairments"] = [{"link": ["s1", "h1"], "direction": "forward", "loss": "1%"}]
     ok.write_text(yaml.safe_dump(data))
     assert spec.load(ok, "quick").points
+
+
+def _fault(d, fault):
+    d["phases"][0]["faults"] = [fault]
+
+
+@pytest.mark.parametrize("field", ["down", "up"])
+def test_a_flap_of_zero_seconds_is_refused_naming_the_field(tmp_path, field):
+    flap = {"down": "1s", "up": "1s", field: "0s"}
+    msg = _broken(tmp_path, lambda d: _fault(d, {"link": ["h1", "s1"], "flap": flap}))
+    assert f"phases.0.faults.0.flap.{field}: {field} must be longer than 0s" in msg
+
+
+def test_a_flap_with_too_many_events_names_link_flap_phase_count_and_limit(tmp_path):
+    flap = {"down": "100us", "up": "100us"}
+    msg = _broken(tmp_path, lambda d: _fault(d, {"link": ["h1", "s1"], "flap": flap}))
+    assert (
+        "phase flows faults.0: flap on h1-s1 (down 0.1ms, up 0.1ms) from 0ms to 5s of a 5s phase makes 50000"
+        " events, more than the limit of 10000 per phase" in msg
+    )
+
+
+def test_the_event_limit_is_per_phase_over_all_its_faults(tmp_path):
+    flap = {"down": "1ms", "up": "1ms"}  # 5000 events each
+    msg = _broken(tmp_path, lambda d: d["phases"][0].update(faults=[{"link": ["h1", "s1"], "flap": flap}] * 3))
+    assert "phase flows: its faults make 15000 events (faults.0 5000, faults.1 5000, faults.2 5000)" in msg
+    assert "more than the limit of 10000 per phase" in msg
+
+
+@pytest.mark.parametrize(
+    ("fault", "why"),
+    [({"link": ["h1", "s1"], "at": "5s", "action": "down"},
+      "at 5s is not before the phase's end (5s, its longest task): the action would never happen"),
+     ({"link": ["h1", "s1"], "flap": {"down": "1s", "up": "1s"}, "stop": "8s"},
+      "stop 8s is after the phase's end (5s)"),
+     ({"link": ["h1", "s1"], "flap": {"down": "1s", "up": "1s"}, "start": "6s"},
+      "the first outage (start + offset = 6s) is not before the pattern's end (5s): the flap never happens")],
+)  # fmt: skip
+def test_faults_outside_their_phase_are_refused(tmp_path, fault, why):
+    msg = _broken(tmp_path, lambda d: _fault(d, fault))
+    assert f"phase flows faults.0: {why}" in msg
+
+
+def test_a_task_of_zero_seconds_is_refused(tmp_path):
+    msg = _broken(tmp_path, lambda d: d["phases"][0]["tasks"][0].update(duration="0s"))
+    assert "phases.0: phase flows, task f1: duration must be a finite time longer than 0s" in msg
