@@ -5,7 +5,7 @@ sweep axes, repetitions, a random seed, measurements, tables, plots and checks. 
 `full`, ...) are partial specs deep-merged over the base. Any string value may reference a sweep axis as
 `${axis}` (or `${axis.key}` for axes whose values are mappings); each sweep point is substituted and
 validated on its own, so an error names the file, the field, the reason and the point. Bounds: at most
-MAX_FAULT_EVENTS_PER_PHASE fault events per phase.
+MAX_SWEEP_POINTS points (checked before expanding) and MAX_FAULT_EVENTS_PER_PHASE fault events per phase.
 """
 
 from __future__ import annotations
@@ -31,6 +31,9 @@ from .workloads import TASK_MODELS
 REPO = Path(__file__).resolve().parent.parent
 EXPERIMENTS_DIR = REPO / "experiments"
 SCHEMA_PATH = EXPERIMENTS_DIR / "schema.json"
+MAX_SWEEP_POINTS = 10_000  # the sweep's cartesian product, checked before it is expanded
+MAX_SPEC_NODES = 100_000  # values in a spec file as parsed (YAML aliases counted each time they are used)
+MAX_SPEC_DEPTH = 100
 NAME_RE = r"^[a-z][a-z0-9_-]*$"
 COLUMN_RE = r"^[a-z][a-z0-9_]*$"
 
@@ -219,7 +222,7 @@ class Experiment(Strict):
         description="node name -> image and CPU budget; 'default' applies to nodes not listed",
     )
     sweep: dict[str, list[Any]] = Field(default_factory=dict, description="axis -> values (cartesian product)")
-    repetitions: int = Field(1, ge=1)
+    repetitions: int = Field(1, ge=1, le=1000)
     random_seed: int = 1
     settle: Seconds = Field(1.0, description="pause before each measurement")
     warmup: Seconds = Field(1.0, description="start of each phase left out of the measurement window")
@@ -411,6 +414,25 @@ def _format_error(source: Path, err: ValidationError, point: str | None) -> str:
     return "\n".join(lines)
 
 
+def _too_big(raw: Any) -> str | None:
+    """Why a parsed spec cannot be walked (an alias that contains itself, or aliases multiplying into more
+    than MAX_SPEC_NODES values), else None. Walks without recursion, stopping at the limit."""
+    count, stack = 0, [(raw, ())]
+    while stack:
+        obj, path = stack.pop()
+        count += 1
+        if count > MAX_SPEC_NODES:
+            return f"more than {MAX_SPEC_NODES} values (each use of a YAML alias counted: aliases of aliases multiply)"
+        if isinstance(obj, (dict, list)):
+            if id(obj) in path:
+                return "a YAML alias contains itself"
+            if len(path) >= MAX_SPEC_DEPTH:
+                return f"values nested more than {MAX_SPEC_DEPTH} levels deep"
+            children = obj.values() if isinstance(obj, dict) else obj
+            stack.extend((c, (*path, id(obj))) for c in children)
+    return None
+
+
 def find(name: str, directory: Path = EXPERIMENTS_DIR) -> Path:
     path = Path(name)
     if path.suffix in (".yaml", ".yml") and path.exists():
@@ -429,10 +451,14 @@ def load(source: Path | str, profile: str | None = None) -> Plan:
         raw = yaml.safe_load(source.read_text())
     except yaml.YAMLError as exc:
         raise SpecError(f"{source}: not valid YAML: {exc}") from None
+    except RecursionError:
+        raise SpecError(f"{source}: not valid YAML: nested too deeply") from None
     except OSError as exc:
         raise SpecError(f"{source}: cannot read: {exc.strerror}") from None
     if not isinstance(raw, dict):
         raise SpecError(f"{source}: the top level must be a mapping of fields")
+    if why := _too_big(raw):
+        raise SpecError(f"{source}: {why}")
     profiles = raw.get("profiles") or {}
     if profile is not None:
         if not isinstance(profiles, dict) or profile not in profiles:
@@ -448,6 +474,13 @@ def load(source: Path | str, profile: str | None = None) -> Plan:
     if not isinstance(sweep, dict) or not all(isinstance(v, list) and v for v in sweep.values()):
         raise SpecError(f"{source}: sweep: must map each axis name to a non-empty list of values")
     axes = list(sweep)
+    size = math.prod(len(sweep[a]) for a in axes)
+    if size > MAX_SWEEP_POINTS:
+        lengths = ", ".join(f"{a} {len(sweep[a])}" for a in axes)
+        raise SpecError(
+            f"{source}: sweep: {' x '.join(str(len(sweep[a])) for a in axes)} = {size} points exceeds the limit"
+            f" of {MAX_SWEEP_POINTS} (axes: {lengths})"
+        )
     points: list[Point] = []
     for i, combo in enumerate(itertools.product(*(sweep[a] for a in axes))):
         values = dict(zip(axes, combo, strict=True))

@@ -194,3 +194,35 @@ def test_faults_outside_their_phase_are_refused(tmp_path, fault, why):
 def test_a_task_of_zero_seconds_is_refused(tmp_path):
     msg = _broken(tmp_path, lambda d: d["phases"][0]["tasks"][0].update(duration="0s"))
     assert "phases.0: phase flows, task f1: duration must be a finite time longer than 0s" in msg
+
+
+def test_repetitions_are_bounded(tmp_path):
+    msg = _broken(tmp_path, lambda d: d["profiles"]["quick"].update(repetitions=10**6))
+    assert "repetitions: Input should be less than or equal to 1000" in msg
+
+
+def test_the_sweep_is_capped_before_it_is_expanded(tmp_path, monkeypatch):
+    def expand(*_):
+        raise AssertionError("the sweep was expanded")
+
+    monkeypatch.setattr(spec.itertools, "product", expand)
+    axes = {"topology": ["hub", "switched", "dual_homed"], "rate": [f"{n}Mbit" for n in range(1, 201)],
+            "protocol": ["tcp", "udp"] * 25}  # fmt: skip
+    msg = _broken(tmp_path, lambda d: d.update(sweep=axes))
+    assert (
+        "sweep: 50 x 200 x 3 = 30000 points exceeds the limit of 10000 (axes: protocol 50, rate 200, topology 3)"
+    ) in msg  # in the file's order (safe_dump sorts the keys)
+
+
+def test_yaml_aliases_that_multiply_or_nest_in_themselves_are_refused(tmp_path):
+    levels = "abcdefg"  # each a list of ten of the one before: 10**7 values from a 7-line file
+    bomb = "a: &a [x, x, x, x, x, x, x, x, x, x]\n" + "".join(
+        f"{c}: &{c} [{', '.join([f'*{p}'] * 10)}]\n" for p, c in zip(levels, levels[1:], strict=False)
+    )
+    f = tmp_path / "bomb.yaml"
+    f.write_text(bomb)
+    with pytest.raises(spec.SpecError, match="more than 100000 values"):
+        spec.load(f)
+    f.write_text("name: &n [*n]\n")
+    with pytest.raises(spec.SpecError, match="a YAML alias contains itself"):
+        spec.load(f)
