@@ -5,7 +5,8 @@ sweep axes, repetitions, a random seed, measurements, tables, plots and checks. 
 `full`, ...) are partial specs deep-merged over the base. Any string value may reference a sweep axis as
 `${axis}` (or `${axis.key}` for axes whose values are mappings); each sweep point is substituted and
 validated on its own, so an error names the file, the field, the reason and the point. Bounds: at most
-MAX_SWEEP_POINTS points (checked before expanding) and MAX_FAULT_EVENTS_PER_PHASE fault events per phase.
+MAX_SWEEP_POINTS points (checked before expanding), MAX_FAULT_EVENTS_PER_PHASE fault events per phase, and a
+table's `reference` names a CSV inside experiments/seed-tables/.
 """
 
 from __future__ import annotations
@@ -16,7 +17,7 @@ import json
 import math
 import re
 from dataclasses import dataclass
-from pathlib import Path
+from pathlib import Path, PurePosixPath
 from typing import Annotated, Any, Literal, Union
 
 import yaml
@@ -31,6 +32,7 @@ from .workloads import TASK_MODELS
 REPO = Path(__file__).resolve().parent.parent
 EXPERIMENTS_DIR = REPO / "experiments"
 SCHEMA_PATH = EXPERIMENTS_DIR / "schema.json"
+SEED_TABLES = "seed-tables"  # a table reference's folder, relative to the spec's folder (experiments/)
 MAX_SWEEP_POINTS = 10_000  # the sweep's cartesian product, checked before it is expanded
 MAX_SPEC_NODES = 100_000  # values in a spec file as parsed (YAML aliases counted each time they are used)
 MAX_SPEC_DEPTH = 100
@@ -169,7 +171,11 @@ class Check(Strict):
 class TableReference(Strict):
     """The seed's own numbers for a table, shown beside the measured ones (experiments/seed-tables/README.md)."""
 
-    file: str = Field(..., pattern=r"^[A-Za-z0-9_./-]+\.csv$", description="CSV, relative to experiments/")
+    file: str = Field(
+        ...,
+        pattern=r"^[A-Za-z0-9_./-]+\.csv$",
+        description=f"CSV in {SEED_TABLES}/, relative to the spec's folder, e.g. '{SEED_TABLES}/thesis-table-4-1.csv'",
+    )
     citation: str = Field(..., description="where the numbers come from, e.g. 'Thesis (seed 003), Table 4-1'")
 
 
@@ -182,6 +188,36 @@ class Table(Strict):
         default_factory=dict, description="only points whose axes have these values (e.g. one topology's rows)"
     )
     reference: TableReference | None = Field(None, description="the seed's table, shown beside this one")
+
+    @model_validator(mode="after")
+    def _reference_inside_seed_tables(self) -> Table:
+        if self.reference is not None and (why := reference_problem(self.reference.file)):
+            raise ValueError(f"table {self.name}: reference.file {self.reference.file!r}: {why}")
+        return self
+
+
+def reference_problem(file: str) -> str | None:
+    """Why a table reference's file is not a plain relative path inside seed-tables/ (None if it is)."""
+    parts = file.split("/")
+    if file.startswith("/"):
+        return f"an absolute path; give a path relative to the spec's folder, like '{SEED_TABLES}/<name>.csv'"
+    if ".." in parts:
+        return f"'..' is not allowed; seed tables live in {SEED_TABLES}/ (like '{SEED_TABLES}/<name>.csv')"
+    if len(parts) < 2 or parts[0] != SEED_TABLES or not all(parts[1:]):
+        return f"not a file in {SEED_TABLES}/; give it like '{SEED_TABLES}/<name>.csv'"
+    return None
+
+
+def resolve_reference(spec_dir: Path, file: str) -> Path:
+    """The reference's path under `spec_dir`; ValueError if it is not a plain path or resolves (through a
+    symbolic link) outside spec_dir/seed-tables/."""
+    if why := reference_problem(file):
+        raise ValueError(f"reference {file!r}: {why}")
+    folder = (Path(spec_dir) / SEED_TABLES).resolve()
+    path = (Path(spec_dir) / PurePosixPath(file)).resolve()
+    if not path.is_relative_to(folder):
+        raise ValueError(f"reference {file!r} resolves to {path}, outside {folder}")
+    return path
 
 
 class Knee(Strict):
@@ -496,6 +532,13 @@ def load(source: Path | str, profile: str | None = None) -> Plan:
             exp = Experiment.model_validate(resolved)
         except ValidationError as exc:
             raise SpecError(_format_error(source, exc, label or None)) from None
+        for t in exp.tables:
+            if t.reference is not None:
+                try:
+                    resolve_reference(source.parent, t.reference.file)
+                except ValueError as exc:
+                    where = f" (at sweep point {label})" if label else ""
+                    raise SpecError(f"{source}: invalid spec{where}\n  tables: table {t.name}: {exc}") from None
         points.append(Point(i, values, exp))
     # Deploy each distinct lab once: group points by topology (stable, first appearance first).
     order: dict[str, int] = {}

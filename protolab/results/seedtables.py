@@ -6,7 +6,9 @@ where the seed has no number, `#` lines as comments. Row keys match the measured
 strings, or as quantities when both parse ('10Mbit' matches '10000kbit', '1500B' matches '1500').
 
 At the end of a run the CSV is copied into the results folder (tables/<name>.seed.csv), so
-`protolab report` re-renders the comparison from the results folder alone.
+`protolab report` re-renders the comparison from the results folder alone. A reference is read only from
+inside seed-tables/ (beside the spec, or in experiments/), and the copy only inside the results folder: a
+manifest naming anything else is refused with a ResultsError.
 """
 
 from __future__ import annotations
@@ -20,8 +22,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from ..spec import EXPERIMENTS_DIR, Table
+from ..spec import EXPERIMENTS_DIR, Table, reference_problem, resolve_reference
 from .display import parse_axis_value
+from .store import ResultsError
 
 Key = tuple[Any, ...]
 
@@ -90,17 +93,24 @@ def load_for_run(run_dir: Path, manifest: Mapping[str, Any], table: Table) -> Se
     ref = table.reference
     if ref is None:
         return None
+    if why := reference_problem(ref.file):  # a manifest not written by a validated spec
+        raise ResultsError(f"{run_dir}: table {table.name}: reference.file {ref.file!r}: {why}")
     copy = results_copy(run_dir, table)
+    if not copy.resolve().is_relative_to(Path(run_dir).resolve()):
+        raise ResultsError(f"{run_dir}: table {table.name}: {copy} resolves to {copy.resolve()}, outside the folder")
     if not copy.exists():
-        candidates = []
-        if manifest.get("spec_file"):
-            candidates.append(Path(manifest["spec_file"]).parent / ref.file)
-        candidates.append(EXPERIMENTS_DIR / ref.file)
-        found = next((p for p in candidates if p.is_file()), None)
-        if found is None:
+        bases = [Path(manifest["spec_file"]).parent] if manifest.get("spec_file") else []
+        bases.append(EXPERIMENTS_DIR)
+        candidates = [base / ref.file for base in bases]
+        base = next((b for b, p in zip(bases, candidates, strict=True) if p.is_file()), None)
+        if base is None:
             raise ValueError(
                 f"reference {ref.file} not found (looked in {', '.join(str(p.parent) for p in candidates)})"
             )
+        try:
+            found = resolve_reference(base, ref.file)  # refuses a symbolic link out of seed-tables/
+        except ValueError as exc:
+            raise ResultsError(f"{run_dir}: table {table.name}: {exc}") from None
         copy.parent.mkdir(parents=True, exist_ok=True)
         shutil.copyfile(found, copy)
     return parse(copy.read_text(encoding="utf-8"), table, ref.citation, ref.file)

@@ -214,6 +214,30 @@ def test_the_sweep_is_capped_before_it_is_expanded(tmp_path, monkeypatch):
     ) in msg  # in the file's order (safe_dump sorts the keys)
 
 
+@pytest.mark.parametrize(
+    ("file", "why"),
+    [("../../../etc/passwd.csv", "'..' is not allowed; seed tables live in seed-tables/"),
+     ("seed-tables/../schema.csv", "'..' is not allowed"),
+     ("/etc/passwd.csv", "an absolute path; give a path relative to the spec's folder"),
+     ("elsewhere/x.csv", "not a file in seed-tables/"),
+     ("seed-tables.csv", "not a file in seed-tables/")],
+)  # fmt: skip
+def test_a_table_reference_must_stay_in_seed_tables(tmp_path, file, why):
+    ref = {"file": file, "citation": "nowhere"}
+    msg = _broken(tmp_path, lambda d: d["tables"][0].update(reference=ref))
+    assert f"tables.0: table throughput: reference.file {file!r}: {why}" in msg
+
+
+def test_a_table_reference_through_a_symlink_out_of_seed_tables_is_refused(tmp_path):
+    outside = tmp_path / "outside.csv"
+    outside.write_text("topology,rate,f1_goodput_bits_per_second\n")
+    (tmp_path / "seed-tables").mkdir()
+    (tmp_path / "seed-tables" / "link.csv").symlink_to(outside)
+    ref = {"file": "seed-tables/link.csv", "citation": "a link"}
+    msg = _broken(tmp_path, lambda d: d["tables"][0].update(reference=ref))
+    assert f"tables: table throughput: reference 'seed-tables/link.csv' resolves to {outside}, outside" in msg
+
+
 def test_yaml_aliases_that_multiply_or_nest_in_themselves_are_refused(tmp_path):
     levels = "abcdefg"  # each a list of ten of the one before: 10**7 values from a 7-line file
     bomb = "a: &a [x, x, x, x, x, x, x, x, x, x]\n" + "".join(
