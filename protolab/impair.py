@@ -16,19 +16,26 @@ netem's queue limit is sized from rate x (delay + jitter) so the 1000-packet def
 
 from __future__ import annotations
 
+import collections
+import collections.abc
+import http.client
 import itertools
+import json
+import logging
 import math
 import os
+import queue
+import socket
 import subprocess
+import threading
 import zlib
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Annotated, Literal
 
-import requests
 from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, WithJsonSchema, model_validator
 
-from . import naming
+from . import monitor, naming
 from .registry import Registry
 from .shell import CommandError, run
 from .units import TEMPLATE_SCHEMA, BitsPerSecond, Seconds, format_rate
@@ -247,6 +254,36 @@ class Backend:
 
 
 LINKEM = Path(__file__).resolve().parent.parent / "images" / "node" / "bin" / "protolab-linkem"
+LINKEM_START_TIMEOUT = 10.0  # seconds until its "listening on" line
+LINKEM_TAIL_LINES = 50  # last lines of its stderr and of its stdout kept for error messages
+
+log = logging.getLogger(__name__)
+
+
+class _UnixHTTPConnection(http.client.HTTPConnection):
+    """HTTP over a unix socket: linkem's control socket."""
+
+    def __init__(self, path: Path, timeout: float) -> None:
+        super().__init__("linkem", timeout=timeout)
+        self.socket_path = path
+
+    def connect(self) -> None:
+        sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        sock.settimeout(self.timeout)
+        try:
+            sock.connect(str(self.socket_path))
+        except OSError:
+            sock.close()
+            raise
+        self.sock = sock
+
+
+def linkem_control_dir() -> Path:
+    """The 0700 directory of linkem's control sockets, under the state directory."""
+    d = monitor.state_dir() / "linkem"
+    d.mkdir(mode=0o700, parents=True, exist_ok=True)
+    d.chmod(0o700)
+    return d
 
 
 class Linkem:
@@ -266,21 +303,69 @@ class Linkem:
         for k, v in self.config(imp).items():
             args += [f"--{k}", v]
         env = {**os.environ, naming.PROCESS_ENV: f"linkem-{name}"}
+        # /config only on a 0600 unix socket: nobody else on the machine can reconfigure the link
+        self.control = linkem_control_dir() / f"{os.getpid()}-q{self.queue}.sock"
+        self.control.unlink(missing_ok=True)  # a killed earlier process of this pid's
+        args += ["--control", str(self.control)]
         self.proc = subprocess.Popen(args, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
-        line = self.proc.stdout.readline() if self.proc.stdout else ""
-        if not line.startswith("listening on "):
-            err = self.proc.stderr.read() if self.proc.stderr else ""
-            self.proc.kill()
-            raise RuntimeError(f"protolab-linkem for {name} did not start: {(line + err).strip()[:400]}")
-        self.url = "http://" + line.split()[-1]
+        # Both pipes are read to the end by daemon threads, so a chatty process never blocks on a full pipe;
+        # the last lines of each are kept for error messages.
+        self.tails = {p: collections.deque[str](maxlen=LINKEM_TAIL_LINES) for p in ("stderr", "stdout")}
+        first: queue.Queue[str] = queue.Queue()
+        pipes = ((self.proc.stdout, "stdout", first), (self.proc.stderr, "stderr", None))
+        self._drains = [threading.Thread(target=self._drain, args=a, daemon=True) for a in pipes]
+        for t in self._drains:
+            t.start()
+        try:
+            line = first.get(timeout=LINKEM_START_TIMEOUT)
+        except queue.Empty:
+            line = f"(no 'listening on' line within {LINKEM_START_TIMEOUT:g}s)"
+        if line.strip() != f"listening on unix:{self.control}":
+            self._end()
+            raise RuntimeError(f"protolab-linkem for {name} did not start: {line.strip()[:200]}{self.output()}")
         match = ["-m", "physdev", "--physdev-in", receiver.intf] if receiver.pid is None else ["-i", receiver.intf]
         self.rule = ["PREROUTING", *match, "-m", "comment", "--comment", naming.IMPAIR_COMMENT, "-j", "NFQUEUE",
                      "--queue-num", str(self.queue), "--queue-bypass"]  # fmt: skip
         # raw, not mangle: before connection tracking. Held in the queue after conntrack, the first packets
         # of a new flow would each make their own unconfirmed entry, and all but one are dropped when the
         # verdicts come (insert_failed): 15 lost pings at the start of a 270 ms link, measured.
-        run(receiver.cmd("iptables", "-w", "-t", "raw", "-A", *self.rule))
+        try:
+            run(receiver.cmd("iptables", "-w", "-t", "raw", "-A", *self.rule))
+        except CommandError:
+            self._end()  # not left running without its rule
+            raise
         Linkem._running[receiver] = self
+
+    def _drain(self, stream: collections.abc.Iterable[str], label: str, first: queue.Queue[str] | None) -> None:
+        """Read one of the process's pipes to its end: the first stdout line to `first`, the rest to the tail."""
+        for line in stream:
+            if first is not None:
+                first.put(line)
+                first = None
+                continue
+            self.tails[label].append(line.rstrip())
+            log.debug("protolab-linkem %s %s: %s", self.name, label, line.rstrip())
+        if first is not None:
+            first.put("(exited without output)")
+
+    def output(self) -> str:
+        """The process's last lines, for error messages ('' if none)."""
+        for t in self._drains:  # an exited process's last lines are still in the pipes
+            if self.proc.poll() is not None:
+                t.join(timeout=1)
+        lines = [f"{p}: {line}" for p, tail in self.tails.items() for line in tail]
+        return "; its last output:\n  " + "\n  ".join(lines) if lines else ""
+
+    def _end(self) -> None:
+        """Terminate the process (kill after 5 s) and remove its control socket."""
+        if self.proc.poll() is None:
+            self.proc.terminate()
+            try:
+                self.proc.wait(timeout=5)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait(timeout=5)
+        self.control.unlink(missing_ok=True)  # it removes it itself unless killed
 
     @staticmethod
     def config(imp: Impairment) -> dict[str, str]:
@@ -306,17 +391,21 @@ class Linkem:
     def put(self, imp: Impairment) -> None:
         body: dict[str, str | int] = dict(self.config(imp))
         body["limit"] = int(body["limit"])  # the one integer field of the emulator's JSON
-        r = requests.put(self.url + "/config", json=body, timeout=5)
-        if r.status_code != 200:
-            raise RuntimeError(f"protolab-linkem {self.name}: /config refused: {r.text[:300]}")
+        conn = _UnixHTTPConnection(self.control, timeout=5)
+        try:
+            conn.request("PUT", "/config", body=json.dumps(body), headers={"Content-Type": "application/json"})
+            resp = conn.getresponse()
+            status, text = resp.status, resp.read().decode(errors="replace")
+        except OSError as exc:
+            raise RuntimeError(f"protolab-linkem {self.name}: {self.control}: {exc}{self.output()}") from exc
+        finally:
+            conn.close()
+        if status != 200:
+            raise RuntimeError(f"protolab-linkem {self.name}: /config refused ({status}): {text[:300]}")
 
     def stop(self) -> None:
         run(self.receiver.cmd("iptables", "-w", "-t", "raw", "-D", *self.rule), check=False)
-        self.proc.terminate()
-        try:
-            self.proc.wait(timeout=5)
-        except subprocess.TimeoutExpired:
-            self.proc.kill()
+        self._end()
         Linkem._running.pop(self.receiver, None)
 
     @classmethod

@@ -1,11 +1,18 @@
-"""Impairment models: units, consistency, netem arguments and queue sizing (no root needed)."""
+"""Impairment models: units, consistency, netem arguments and queue sizing; linkem's process handling against
+a fake one (no root needed)."""
 
 from __future__ import annotations
+
+import os
+import sys
+import time
 
 import pytest
 from pydantic import ValidationError
 
+import protolab.impair as impair
 from protolab.impair import GilbertElliott, Impairment, LinkImpairment, parse_percent
+from protolab.shell import CommandError
 
 
 def test_percent_needs_its_sign_and_bounds():
@@ -61,3 +68,75 @@ def test_directions_of_a_link_impairment():
     assert item.directions() == [("h1", "s1"), ("s1", "h1")]
     assert LinkImpairment(link=("h1", "s1"), direction="reverse").directions() == [("s1", "h1")]
     assert item.impairment().loss == pytest.approx(0.01)
+
+
+# Linkem's process handling, against a fake protolab-linkem (a script) and a fake `run` for iptables.
+
+FAKE_LINKEM = """#!{python}
+import os, sys, time
+args = sys.argv[1:]
+control = args[args.index("--control") + 1]
+open(os.environ["FAKE_PIDFILE"], "w").write(str(os.getpid()))
+print("listening on unix:" + control, flush=True)
+for i in range(int(os.environ.get("FAKE_STDERR_LINES", "0"))):
+    print(f"chatty line {{i:05d}} " + "x" * 100, file=sys.stderr, flush=True)
+    print(f"stdout line {{i}}", flush=True)
+open(os.environ["FAKE_PIDFILE"] + ".done", "w").close()
+time.sleep(60)
+"""
+
+
+@pytest.fixture
+def fake_linkem(tmp_path, monkeypatch):
+    script = tmp_path / "protolab-linkem"
+    script.write_text(FAKE_LINKEM.format(python=sys.executable))
+    script.chmod(0o755)
+    monkeypatch.setattr(impair, "LINKEM", script)
+    monkeypatch.setenv("PROTOLAB_STATE_DIR", str(tmp_path / "state"))
+    monkeypatch.setenv("FAKE_PIDFILE", str(tmp_path / "pid"))
+    return tmp_path / "pid"
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    return True
+
+
+def test_linkem_is_stopped_when_its_rule_fails(fake_linkem, monkeypatch):
+    def fail_iptables(cmd, check=True, timeout=120, input=None):
+        if "iptables" in cmd:
+            raise CommandError(cmd, 2, "iptables: No chain/target/match by that name.")
+        return ""
+
+    monkeypatch.setattr(impair, "run", fail_iptables)
+    with pytest.raises(CommandError, match="No chain"):
+        impair.Linkem(impair.Endpoint("h1-eth0"), "s1-eth1>h1-eth0", Impairment(delay="10ms"))
+    pid = int(fake_linkem.read_text())
+    assert not _alive(pid), "protolab-linkem left running after its NFQUEUE rule failed"
+    assert impair.Linkem.at(impair.Endpoint("h1-eth0")) is None
+    assert list((fake_linkem.parent / "state" / "linkem").iterdir()) == []
+    assert (fake_linkem.parent / "state" / "linkem").stat().st_mode & 0o777 == 0o700
+
+
+def test_linkem_output_is_drained_and_kept_for_errors(fake_linkem, monkeypatch):
+    # 3000 lines of ~120 bytes on each pipe: far beyond a pipe's 64 KiB, so undrained the process would block
+    monkeypatch.setenv("FAKE_STDERR_LINES", "3000")
+    monkeypatch.setattr(impair, "run", lambda cmd, check=True, timeout=120, input=None: "")
+    lk = impair.Linkem(impair.Endpoint("h2-eth0"), "s1-eth2>h2-eth0", Impairment(delay="10ms"))
+    try:
+        deadline = time.monotonic() + 10
+        while not (fake_linkem.parent / "pid.done").exists():
+            assert time.monotonic() < deadline, "protolab-linkem blocked writing its output"
+            time.sleep(0.05)
+        time.sleep(0.2)  # the drains catch up
+        assert [len(t) for t in lk.tails.values()] == [impair.LINKEM_TAIL_LINES] * 2
+        assert lk.tails["stderr"][-1].startswith("chatty line 02999") and lk.tails["stdout"][-1] == "stdout line 2999"
+        with pytest.raises(RuntimeError, match="chatty line 02999"):
+            lk.put(Impairment(delay="20ms"))  # nothing listens on the socket: the error carries the tail
+    finally:
+        lk.stop()
+    assert not _alive(int(fake_linkem.read_text()))
+    assert not lk.control.exists()
