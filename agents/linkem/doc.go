@@ -206,14 +206,15 @@
 //	    # or, from outside: protolab-linkem --netns /run/netns/NS ...
 //	    # (or --netns /proc/PID/ns/net for a container)
 //
-// (the raw table works as well as mangle). Read the first stdout line,
-// "listening on ADDR": it is printed once the queue is bound, so traffic
-// is impaired from then on. /config, /metrics and /healthz are served on
-// ADDR, which is in NS when linkem runs inside NS (--listen defaults to
-// 127.0.0.1:0; give an address reachable from the orchestrator, or use
-// --netns, which keeps the HTTP server in linkem's own namespace). Timed
-// steps: PUT /config with the whole configuration. Rate limits: HTB on
-// the egress of the other end, as before. To stop: SIGTERM, wait for
-// exit 0; then remove the rule if the link is torn down (with
-// --queue-bypass it is harmless to leave).
+// (the raw table works as well as mangle), with --control PATH: a unix
+// socket of mode 0600 (ListenControl; peers of another user are refused
+// even if the mode is loosened) serving /config, /metrics and /healthz,
+// removed at exit. Read the first stdout line, "listening on unix:PATH":
+// it is printed once the queue is bound, so traffic is impaired from then
+// on. --listen ADDR adds a TCP listener for /metrics and /healthz only; it
+// never serves /config, so nobody else on the machine can reconfigure the
+// link. Timed steps: PUT /config with the whole configuration. Rate
+// limits: HTB on the egress of the other end, as before. To stop:
+// SIGTERM, wait for exit 0; then remove the rule if the link is torn down
+// (with --queue-bypass it is harmless to leave).
 package linkem

@@ -59,8 +59,10 @@ only "0" may go without). Percentages are numbers from 0 to 100 with an
 optional "%" ("1.5" and "1.5%" both mean 1.5 percent, never a fraction).
 The bit error rate is a plain probability per bit ("1e-6").
 
-HTTP (on --listen; the chosen address is printed on stdout as
-"listening on ADDR"):
+HTTP on --control PATH, a unix socket of mode 0600 that only its owner
+(and root) may use, printed on stdout as "listening on unix:PATH" and
+removed at exit; /metrics and /healthz alone also on --listen ADDR (TCP,
+printed as "listening on ADDR"), which never serves /config:
   GET  /config   the configuration in force, as JSON whose "config" member
                  has the flag names as keys ({"delay":"20ms","loss":"1%",...})
   PUT  /config   a new configuration (same JSON keys; keys left out take
@@ -112,8 +114,9 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	queue := fs.Uint("queue", 0, "NFQUEUE number to bind (0..65535), as in the rule's --queue-num")
 	name := fs.String("name", "", "link label of the metrics (default \"q<queue>\")")
 	seed := fs.Uint64("seed", 0, "seed of the random decisions (default: a random seed, shown in GET /config and the log)")
-	listen := fs.String("listen", "127.0.0.1:0", "TCP address (host:port) for /config, /metrics and /healthz; port 0 picks a free one")
-	netns := fs.String("netns", "", "work in the network namespace at this path (/run/netns/NAME, /proc/PID/ns/net) instead of the process's own; the HTTP server stays in the process's namespace")
+	control := fs.String("control", "", "unix socket to create for /config, /metrics and /healthz (mode 0600: only this user and root can reconfigure the link); nothing may exist at the path")
+	listen := fs.String("listen", "", "TCP address (host:port) for /metrics and /healthz only, e.g. 127.0.0.1:0 (port 0 picks a free one); default: none")
+	netns := fs.String("netns", "", "work in the network namespace at this path (/run/netns/NAME, /proc/PID/ns/net) instead of the process's own; the TCP listener stays in the process's namespace")
 	busyPoll := fs.Duration("busy-poll", 0, "after a packet, keep polling the queue for this long (e.g. 300us; at most 10ms) instead of sleeping until the next: cuts the wake-up delay of each packet (tens of us on a VM) at the cost of a busy CPU while packets keep coming, and with GOMAXPROCS=1 HTTP requests (config changes, scrapes) may then wait up to ~10ms; 0 = off")
 	logLevel := fs.String("log-level", "info", "log level: debug | info | warn | error")
 	showVersion := fs.Bool("version", false, "print the version and exit")
@@ -164,14 +167,33 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	}
 
 	logger := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: level}))
-	ln, err := net.Listen("tcp", *listen)
-	if err != nil {
-		logger.Error("listen", "addr", *listen, "err", err)
-		return 1
+	// Listeners: the control socket (full API), the TCP one (metrics only).
+	var lns []net.Listener
+	closeAll := func() {
+		for _, ln := range lns {
+			ln.Close()
+		}
+	}
+	if *control != "" {
+		ln, err := linkem.ListenControl(*control, logger)
+		if err != nil {
+			logger.Error("listen", "err", err)
+			return 1
+		}
+		lns = append(lns, ln)
+	}
+	if *listen != "" {
+		ln, err := net.Listen("tcp", *listen)
+		if err != nil {
+			closeAll()
+			logger.Error("listen", "addr", *listen, "err", err)
+			return 1
+		}
+		lns = append(lns, ln)
 	}
 	lk, err := linkem.Start(cfg, linkem.StartOptions{Queue: uint16(*queue), Name: *name, Seed: *seed, NetNS: *netns, BusyPoll: *busyPoll, Logger: logger})
 	if err != nil {
-		ln.Close()
+		closeAll()
 		logger.Error("starting", "err", err)
 		return 1
 	}
@@ -182,7 +204,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	reg, err2 := metrics.NewRegistry(set)
 	if err = errors.Join(err, err2); err != nil {
 		lk.Stop()
-		ln.Close()
+		closeAll()
 		logger.Error("setting up metrics", "err", err)
 		return 1
 	}
@@ -191,17 +213,29 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	defer stop()
 	srvCtx, stopSrv := context.WithCancel(context.Background())
 	defer stopSrv()
-	srvErr := make(chan error, 1)
-	go func() { srvErr <- metrics.Serve(srvCtx, ln, linkem.NewHandler(lk.Emulator, reg, logger), logger) }()
+	srvErr := make(chan error, len(lns))
+	for _, ln := range lns {
+		h := metrics.NewHandler(reg, logger) // TCP: never /config
+		if _, ok := ln.Addr().(*net.UnixAddr); ok {
+			h = linkem.NewHandler(lk.Emulator, reg, logger)
+		}
+		go func() { srvErr <- metrics.Serve(srvCtx, ln, h, logger) }()
+	}
 	cfgJSON, _ := json.Marshal(cfg)
 	logger.Info("started", "version", version, "queue", *queue, "name", *name, "seed", *seed,
 		"netns", *netns, "busy_poll", *busyPoll, "config", string(cfgJSON))
-	fmt.Fprintf(stdout, "listening on %s\n", ln.Addr())
+	for _, ln := range lns {
+		if a, ok := ln.Addr().(*net.UnixAddr); ok {
+			fmt.Fprintf(stdout, "listening on unix:%s\n", a.Name)
+		} else {
+			fmt.Fprintf(stdout, "listening on %s\n", ln.Addr())
+		}
+	}
 	if f, ok := stdout.(*os.File); ok {
 		_ = f.Sync()
 	}
 
-	code := 0
+	code, waiting := 0, len(lns)
 	select {
 	case <-ctx.Done():
 		logger.Info("stopping", "reason", context.Cause(ctx))
@@ -211,7 +245,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	case err := <-srvErr:
 		logger.Error("http server failed", "err", err)
 		code = 1
-		srvErr <- nil
+		waiting--
 	}
 	released, err := lk.Stop()
 	if err != nil {
@@ -219,9 +253,12 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	}
 	logger.Info("released held packets", "count", released)
 	stopSrv()
-	if err := <-srvErr; err != nil {
-		logger.Warn("http shutdown", "err", err)
+	for ; waiting > 0; waiting-- {
+		if err := <-srvErr; err != nil {
+			logger.Warn("http shutdown", "err", err)
+		}
 	}
+	closeAll() // a server that failed left its listener open (and its socket file)
 	if code == 0 {
 		logger.Info("stopped cleanly")
 	}

@@ -5,9 +5,14 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
+	"fmt"
+	"io/fs"
 	"net"
+	"net/http"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"sync"
@@ -22,9 +27,24 @@ import (
 // real process (signals, ip netns exec, the benchmark's child).
 const runMainEnv = "PROTOLAB_LINKEM_TEST_RUN_MAIN"
 
+// dialEnv makes the test binary a client of the control socket at its
+// value (for the test that runs it as another user): it prints the status
+// line of GET /config or the error.
+const dialEnv = "PROTOLAB_LINKEM_TEST_DIAL"
+
 func TestMain(m *testing.M) {
 	if os.Getenv(runMainEnv) == "1" {
 		os.Exit(run(context.Background(), os.Args[1:], os.Stdout, os.Stderr))
+	}
+	if path := os.Getenv(dialEnv); path != "" {
+		resp, err := unixClient(path).Get("http://linkem/config")
+		if err != nil {
+			fmt.Println("error:", err)
+			os.Exit(1)
+		}
+		resp.Body.Close()
+		fmt.Println(resp.Status)
+		os.Exit(0)
 	}
 	if os.Geteuid() == 0 {
 		linkem.RemoveStaleTestbeds()
@@ -60,7 +80,8 @@ func TestFlags(t *testing.T) {
 		{"version", []string{"--version"}, 0, "protolab-linkem dev (revision unknown, go", nil},
 		{"help gives units and API", []string{"--help"}, 0, "", []string{
 			"-delay", "-jitter", "-distribution", "-keep-order", "-loss", "-loss-ge", "-reorder", "-corrupt",
-			"-ber", "-duplicate", "-limit", "-seed", "-queue", "-name", "-listen", "-netns",
+			"-ber", "-duplicate", "-limit", "-seed", "-queue", "-name", "-control", "-listen", "-netns", "mode 0600",
+			"listening on unix:PATH", "never serves /config",
 			`"10ms"`, `"1.5" and "1.5%" both mean 1.5 percent`, "1e-6",
 			"GET  /config", "PUT  /config", "/metrics", "/healthz", "listening on ADDR",
 			"protolab_linkem_packets_total{link,action}", "passed|dropped|", "corrupted|duplicated|reordered|overflow",
@@ -114,12 +135,24 @@ func requireRoot(t *testing.T) {
 // child is protolab-linkem started as a process with `ip netns exec`.
 type child struct {
 	cmd     *exec.Cmd
-	addr    string
+	control string // --control's path, from its "listening on unix:PATH" line
+	addr    string // --listen's address, from its "listening on ADDR" line
 	stderr  *syncBuffer
 	done    chan struct{} // closed when the process has exited
 	waitErr error
 }
 
+// unixClient makes its HTTP requests over the unix socket at path.
+func unixClient(path string) *http.Client {
+	return &http.Client{Timeout: 5 * time.Second, Transport: &http.Transport{
+		DialContext: func(ctx context.Context, _, _ string) (net.Conn, error) {
+			return (&net.Dialer{}).DialContext(ctx, "unix", path)
+		},
+	}}
+}
+
+// startChild starts linkem with args and waits for a "listening on" line
+// for each of --control and --listen given.
 func startChild(t *testing.T, ns string, args ...string) *child {
 	t.Helper()
 	full := append([]string{"netns", "exec", ns, os.Args[0]}, args...)
@@ -134,7 +167,13 @@ func startChild(t *testing.T, ns string, args ...string) *child {
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
-	lines := make(chan string, 1)
+	want := 0
+	for _, a := range args {
+		if a == "--control" || a == "--listen" {
+			want++
+		}
+	}
+	lines := make(chan string, want)
 	go func() {
 		sc := bufio.NewScanner(out)
 		for sc.Scan() {
@@ -155,12 +194,19 @@ func startChild(t *testing.T, ns string, args ...string) *child {
 			<-c.done
 		}
 	})
-	select {
-	case c.addr = <-lines:
-	case <-c.done:
-		t.Fatalf("linkem exited at start (%v):\n%s", c.waitErr, c.stderr.String())
-	case <-time.After(10 * time.Second):
-		t.Fatalf("no 'listening on' line within 10s:\n%s", c.stderr.String())
+	for ; want > 0; want-- {
+		select {
+		case a := <-lines:
+			if p, ok := strings.CutPrefix(a, "unix:"); ok {
+				c.control = p
+			} else {
+				c.addr = a
+			}
+		case <-c.done:
+			t.Fatalf("linkem exited at start (%v):\n%s", c.waitErr, c.stderr.String())
+		case <-time.After(10 * time.Second):
+			t.Fatalf("no 'listening on' line within 10s:\n%s", c.stderr.String())
+		}
 	}
 	return c
 }
@@ -201,10 +247,11 @@ func TestProcessSIGTERMReleasesHeld(t *testing.T) {
 	if err := tb.InstallQueueRule(); err != nil {
 		t.Fatal(err)
 	}
-	c := startChild(t, tb.NSB, "--queue", "3900", "--name", "a-b", "--delay", "2s", "--seed", "7")
+	c := startChild(t, tb.NSB, "--queue", "3900", "--name", "a-b", "--delay", "2s", "--seed", "7",
+		"--control", filepath.Join(t.TempDir(), "c.sock"), "--listen", "127.0.0.1:0")
 
-	// The API answers inside the namespace.
-	resp, err := tb.HTTPClient(tb.NSB).Get("http://" + c.addr + "/config")
+	// The API answers on the control socket, metrics inside the namespace.
+	resp, err := unixClient(c.control).Get("http://linkem/config")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -271,6 +318,9 @@ func TestProcessSIGTERMReleasesHeld(t *testing.T) {
 	if !strings.Contains(c.stderr.String(), "count=50") || !strings.Contains(c.stderr.String(), "stopped cleanly") {
 		t.Errorf("log lacks the release and the clean stop:\n%s", c.stderr.String())
 	}
+	if _, err := os.Lstat(c.control); !errors.Is(err, fs.ErrNotExist) {
+		t.Errorf("control socket left behind after exit: %v", err)
+	}
 	// The queue is gone: --queue-bypass lets packets through.
 	for i := 0; i < 5; i++ {
 		_, _ = txConn.Write([]byte("after exit"))
@@ -312,5 +362,106 @@ func TestBenchLeavesNoNamespaces(t *testing.T) {
 	prefix := "plabt-bn-" + strconv.Itoa(os.Getpid()) + "-"
 	if strings.Contains(string(out), prefix) {
 		t.Errorf("namespaces left behind:\n%s", out)
+	}
+}
+
+// The control socket is the only way to /config: mode 0600, its owner's
+// requests served, another user's refused even if the mode is loosened;
+// the TCP listener serves metrics and answers 404 on /config.
+func TestProcessControlSocket(t *testing.T) {
+	requireRoot(t)
+	tb, err := linkem.NewTestbed("cs", 3902)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if err := tb.Close(); err != nil {
+			t.Errorf("removing the test bed: %v", err)
+		}
+	})
+	// Under /tmp itself (not t.TempDir's 0700 parent), so that another
+	// user can reach the socket once its mode is loosened below.
+	dir, err := os.MkdirTemp("", "plt-control-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(dir) })
+	sock := filepath.Join(dir, "c.sock")
+	c := startChild(t, tb.NSB, "--queue", "3902", "--name", "a-b", "--control", sock, "--listen", "127.0.0.1:0")
+
+	fi, err := os.Lstat(sock)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if fi.Mode().Type() != fs.ModeSocket || fi.Mode().Perm() != 0o600 {
+		t.Errorf("control socket mode %v, want a socket with 0600", fi.Mode())
+	}
+	req, _ := http.NewRequest("PUT", "http://linkem/config", strings.NewReader(`{"delay":"5ms"}`))
+	resp, err := unixClient(sock).Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != 200 {
+		t.Errorf("PUT /config on the control socket: %s", resp.Status)
+	}
+
+	// TCP: metrics yes, /config no.
+	for _, method := range []string{"GET", "PUT"} {
+		req, _ := http.NewRequest(method, "http://"+c.addr+"/config", strings.NewReader(`{"delay":"50ms"}`))
+		resp, err := tb.HTTPClient(tb.NSB).Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusNotFound {
+			t.Errorf("%s /config over TCP: %s, want 404", method, resp.Status)
+		}
+	}
+	if d := metric(t, tb, c.addr, `protolab_linkem_config_changes_total{link="a-b"}`); d != 1 {
+		t.Errorf("config changes %v, want 1 (the PUT on the socket only)", d)
+	}
+
+	// Another user: refused by the mode, and by the peer check once the
+	// mode is loosened. The test binary, copied where that user can run
+	// it, is the client.
+	bin := filepath.Join(dir, "client")
+	data, err := os.ReadFile(os.Args[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(bin, data, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chmod(dir, 0o711); err != nil {
+		t.Fatal(err)
+	}
+	asNobody := func() string {
+		cmd := exec.Command(bin)
+		cmd.Env = []string{dialEnv + "=" + sock}
+		cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: 65534, Gid: 65534}}
+		out, _ := cmd.CombinedOutput()
+		return strings.TrimSpace(string(out))
+	}
+	if out := asNobody(); !strings.Contains(out, "permission denied") {
+		t.Errorf("another user at mode 0600: %q, want permission denied", out)
+	}
+	if err := os.Chmod(sock, 0o666); err != nil {
+		t.Fatal(err)
+	}
+	out := asNobody()
+	t.Logf("another user: at mode 0600 refused by the file mode; at 0666: %q", out)
+	if strings.Contains(out, "200") || !strings.HasPrefix(out, "error:") {
+		t.Errorf("another user at mode 0666: %q, want the connection refused", out)
+	}
+	if !strings.Contains(c.stderr.String(), "peer_uid=65534") {
+		t.Errorf("the refusal is not logged:\n%s", c.stderr.String())
+	}
+	if err := c.cmd.Process.Signal(syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	<-c.done
+	if _, err := os.Lstat(sock); !errors.Is(err, fs.ErrNotExist) {
+		t.Errorf("control socket left behind after exit: %v", err)
 	}
 }
