@@ -1,147 +1,120 @@
-"""Remove everything the tool ever created on this machine, and list what is left.
+"""`protolab clean`: remove exactly what protolab made on this machine, and list what is left.
 
-Works from names and labels alone (see `protolab.naming`), so it also cleans up after a runner that was
-killed with SIGKILL: containers and networks labelled `protolab.managed`, the compose project, root-
-namespace links named `plab-*`, iptables/ip6tables rules commented `protolab`, nftables tables named
-`protolab*`, node shells marked with PROTOLAB_NODE, and the state directory's lab targets.
+What was made is in the runs' ledgers (protolab.ownership: every object recorded before it was made), so
+this also works after a run was killed with SIGKILL, and a look-alike that protolab did not make (a link
+named `plab-x`, a rule commented `protolab-x`, a compose project, a process) is never touched. Docker
+containers and networks labelled `protolab.managed=true` are ours too (a ledger on tmpfs does not survive a
+reboot; the containers do). Host settings a run changed are restored; the results folder of a run whose
+process died gets its tidy.csv and an INVALID summary.json from the rows it had measured.
+
+`clean` takes the machine's lab-state lock: while a live run holds it, clean refuses (exit 75) unless
+`--force`, which removes that run's lab under it.
 """
 
 from __future__ import annotations
 
 import os
-import signal
 from pathlib import Path
 
-from . import firewall, naming
-from .shell import CommandError, run
+from . import naming, ownership
+from .errors import DockerUnreachableError, LabBusyError
+from .ownership import Context, Ledger
 
 
-def _docker():
-    import docker
-
-    try:
-        client = docker.from_env()
-        client.ping()
-        return client
-    except Exception:
-        return None
-
-
-def marked_processes(nodes: set[str] | None = None) -> list[int]:
-    """PIDs of node shells the tool started (all, or those of the named nodes)."""
-    pids = []
-    marker = f"{naming.PROCESS_ENV}=".encode()
-    for d in Path("/proc").iterdir():
-        if not d.name.isdigit() or int(d.name) == os.getpid():
-            continue
-        try:
-            env = (d / "environ").read_bytes().split(b"\0")
-        except OSError:
-            continue
-        for var in env:
-            if var.startswith(marker) and (nodes is None or var[len(marker) :].decode(errors="replace") in nodes):
-                pids.append(int(d.name))
-    return pids
+def _labelled(ctx: Context, remove: bool) -> list[str]:
+    """Containers and networks carrying our label (any run's, ledger or not)."""
+    found = []
+    label = f"{naming.LABEL}=true"
+    for c in ctx.client.containers.list(all=True, filters={"label": label}):
+        found.append(f"container {c.name}")
+        if remove:
+            c.remove(force=True)
+    for n in ctx.client.networks.list(filters={"label": label}):
+        found.append(f"docker network {n.name}")
+        if remove:
+            ownership.REMOVERS["network"]({"name": n.name}, ctx, True)
+    return found
 
 
-def kill(pids: list[int]) -> None:
-    for pid in pids:
-        try:
-            os.kill(pid, signal.SIGKILL)
-        except ProcessLookupError:
-            pass
-
-
-def lab_links() -> list[str]:
-    out = run(["ip", "-o", "link", "show"], check=False)
-    names = []
-    for line in out.splitlines():
-        parts = line.split(":", 2)
-        if len(parts) > 1:
-            name = parts[1].strip().split("@")[0]
-            if name.startswith(naming.PREFIX):
-                names.append(name)
-    return names
-
-
-def nft_tables() -> list[str]:
-    try:
-        out = run(["nft", "list", "tables"])
-    except CommandError:
-        return []
-    return [" ".join(line.split()[1:3]) for line in out.splitlines()
-            if len(line.split()) == 3 and line.split()[2].startswith(naming.NFT_TABLE_PREFIX)]  # fmt: skip
-
-
-def iptables_rules() -> list[str]:
-    return [f"{tool} -t {table} {rule}" for tool, table, rule in firewall.our_rules()]
+def _targets() -> Path:
+    return ownership.state_dir() / "targets" / "lab.json"
 
 
 def leftovers() -> list[str]:
-    """Everything of ours still on the machine, one line each (empty = clean)."""
+    """Everything of ours still on the machine, one line each (empty: clean). DockerUnreachableError when the
+    engine does not answer (then nothing can be said about containers)."""
+    ctx = Context()
+    ctx.client  # noqa: B018 (DockerUnreachableError now, before anything is listed)
     found = []
-    client = _docker()
-    if client is not None:
-        for c in client.containers.list(all=True, filters={"label": f"{naming.LABEL}=true"}):
-            found.append(f"container {c.name}")
-        for c in client.containers.list(
-            all=True, filters={"label": f"com.docker.compose.project={naming.COMPOSE_PROJECT}"}
-        ):
-            found.append(f"container {c.name}")
-        for n in client.networks.list(filters={"label": f"{naming.LABEL}=true"}):
-            found.append(f"docker network {n.name}")
-    found += [f"link {n}" for n in lab_links()]
-    found += [f"rule {r}" for r in iptables_rules()]
-    found += [f"nft table {t}" for t in nft_tables()]
-    found += [f"process {p}" for p in marked_processes()]
+    for ledger in ownership.ledgers():
+        found += [f"{item} (run {ledger.run_id})" for item in ledger.left(ctx)]
+        found += [f"process {p} (run {ledger.run_id})" for p in ownership.processes_of_run(ledger.run_id)]
+    found += _labelled(ctx, remove=False)
     return sorted(set(found))
 
 
-def clean(verbose: bool = True) -> list[str]:
-    """Remove it all; return what was removed."""
-    from .monitor import down
+def clean(verbose: bool = True, force: bool = False) -> list[str]:
+    """Remove it all; return what was done. LabBusyError while a live run holds the lab state (unless force);
+    DockerUnreachableError after removing what can be removed without Docker."""
+    try:
+        ownership.LOCK.acquire("clean", hint="`protolab clean --force` removes its lab under it")
+    except LabBusyError:
+        if not force:
+            raise
+        return _clean(verbose, forced=True)
+    try:
+        return _clean(verbose, forced=False)
+    finally:
+        ownership.LOCK.release()
 
+
+def _clean(verbose: bool, forced: bool) -> list[str]:
     done: list[str] = []
-    for pid in marked_processes():
-        try:
-            os.kill(pid, signal.SIGKILL)
-            done.append(f"killed node shell {pid}")
-        except ProcessLookupError:
-            pass
-    client = _docker()
-    if client is not None:
-        try:
-            down()
-        except Exception as exc:  # compose missing or broken: the label sweep below still removes it
-            done.append(f"(compose down failed: {str(exc)[:120]})")
-        for label in (f"{naming.LABEL}=true", f"com.docker.compose.project={naming.COMPOSE_PROJECT}"):
-            for c in client.containers.list(all=True, filters={"label": label}):
-                c.remove(force=True)
-                done.append(f"removed container {c.name}")
-        for n in client.networks.list(filters={"label": f"{naming.LABEL}=true"}):
-            n.reload()
-            for cid in n.attrs.get("Containers") or {}:
-                try:
-                    n.disconnect(cid, force=True)
-                except Exception:
-                    pass
-            n.remove()
-            done.append(f"removed docker network {n.name}")
-    # Bridges first (their IFBs and ports go with them or after).
-    links = lab_links()
-    for name in sorted(links, key=lambda n: ("-eth" in n, n)):
-        if run(["ip", "link", "del", name], check=False) == "" and name not in lab_links():
-            done.append(f"deleted link {name}")
-    n = firewall.remove_rules()
-    if n:
-        done.append(f"removed {n} iptables rule(s)")
-    for t in nft_tables():
-        run(["nft", "delete", "table", *t.split()], check=False)
-        done.append(f"deleted nft table {t}")
-    targets = Path(os.environ.get("PROTOLAB_STATE_DIR", naming.STATE_DIR)) / "targets" / "lab.json"
-    if targets.exists():
-        targets.unlink()
+    failures: list[str] = []
+    ctx = Context()
+    try:
+        ctx.client  # noqa: B018
+        docker_error = None
+    except DockerUnreachableError as exc:
+        docker_error = exc
+    for ledger in ownership.ledgers():
+        if not forced and any(e["kind"] == "run" and e["pid"] == os.getpid() for e in ledger.entries()):
+            continue  # this very process's own lab
+        done += _sweep(ledger, ctx, failures)
+    if docker_error is None:
+        for item in _labelled(ctx, remove=True):
+            done.append(f"removed {item}")
+    if _targets().exists():
+        _targets().unlink()
     if verbose:
         for line in done:
             print(line)
+        for line in failures:
+            print(f"failed: {line}")
+    if docker_error is not None:
+        raise docker_error
+    if failures:
+        raise ownership_error(failures)
     return done
+
+
+def _sweep(ledger: Ledger, ctx: Context, failures: list[str]) -> list[str]:
+    done = []
+    for pid in ownership.processes_of_run(ledger.run_id):
+        ownership.REMOVERS["process"]({"pid": pid, "start": ownership.start_time(pid)}, ctx, True)
+        done.append(f"killed process {pid} (run {ledger.run_id})")
+    try:
+        present = ledger.left(ctx)
+    except DockerUnreachableError:
+        present = [ownership.describe(e) for e in ledger.entries()]
+    errs = ledger.sweep(None, ctx)
+    failed = {f.split(":")[0] for f in errs}
+    done += [f"removed {item} (run {ledger.run_id})" for item in present if item not in failed]
+    failures += [f"{f} (run {ledger.run_id})" for f in errs]
+    return done
+
+
+def ownership_error(failures: list[str]) -> Exception:
+    from .errors import ProtolabError
+
+    return ProtolabError("could not remove: " + "; ".join(failures))

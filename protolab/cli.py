@@ -5,9 +5,13 @@ protolab validate [NAME ...]                              check specs (all when 
 protolab report RESULTS_DIR                               regenerate tables, plots, report.html
 protolab images [--force]                                 build the container images (as needed)
 protolab up | down                                        the monitoring stack alone
-protolab clean [--check]                                  remove everything protolab created
+protolab clean [--check] [--force]                        remove exactly what protolab made here
 protolab schema [--check]                                 write (or verify) experiments/schema.json
 protolab dashboards [--check]                             write (or verify) dashboards/*.json
+
+exit status: 0 success (`run`: a VALID run), 1 error, 2 bad spec or arguments, 3 the run is INVALID
+(summary.json says why), 75 another protolab process holds this machine's lab state (its PID and run id
+are printed), 130 interrupted by SIGINT/SIGTERM/SIGHUP (the run is INVALID; its measured rows are on disk).
 """
 
 from __future__ import annotations
@@ -35,10 +39,10 @@ def cmd_run(a: argparse.Namespace) -> int:
     from mininet.log import setLogLevel
 
     setLogLevel("critical")  # tc warnings (HTB quantum) are not errors
-    from .runner import Runner
+    from .runner import ExperimentRun
 
-    Runner(plan, results_root=Path(a.results), keep=a.keep).run()
-    return 0
+    return ExperimentRun(plan, results_root=Path(a.results), keep=a.keep,
+                         task_timeout_margin=a.task_timeout_margin).run()  # fmt: skip
 
 
 def cmd_validate(a: argparse.Namespace) -> int:
@@ -82,10 +86,14 @@ def cmd_up(_a: argparse.Namespace) -> int:
 
 def cmd_down(_a: argparse.Namespace) -> int:
     _need_root("down")
-    from . import monitor
+    from . import monitor, ownership
 
-    monitor.down()
-    return 0
+    with ownership.lab_lock("down"):
+        monitor.down()
+        failures = ownership.Ledger(ownership.MONITORING_LEDGER).sweep()
+    for f in failures:
+        print(f"could not remove {f}", file=sys.stderr)
+    return 1 if failures else 0
 
 
 def cmd_clean(a: argparse.Namespace) -> int:
@@ -93,7 +101,7 @@ def cmd_clean(a: argparse.Namespace) -> int:
     from . import cleanup
 
     if not a.check:
-        cleanup.clean()
+        cleanup.clean(force=a.force)
     left = cleanup.leftovers()
     for item in left:
         print(f"left: {item}")
@@ -143,6 +151,9 @@ def main(argv: list[str] | None = None) -> int:
     r.add_argument("--dry-run", action="store_true", help="print the plan and stop")
     r.add_argument("--keep", action="store_true", help="leave the last lab and monitoring up (make clean removes them)")
     r.add_argument("--results", default=str(Path(__file__).resolve().parent.parent / "results"), help="results root")
+    r.add_argument("--task-timeout-margin", type=float, default=60.0, metavar="SECONDS",
+                   help="a phase's tasks still running this many seconds after its duration are hung: the run "
+                        "stops as INVALID naming them (default 60)")  # fmt: skip
     r.set_defaults(fn=cmd_run)
     v = sub.add_parser("validate", help="validate experiment specs")
     v.add_argument("names", nargs="*")
@@ -157,6 +168,8 @@ def main(argv: list[str] | None = None) -> int:
     sub.add_parser("down", help="stop the monitoring stack").set_defaults(fn=cmd_down)
     c = sub.add_parser("clean", help="remove everything protolab created on this machine")
     c.add_argument("--check", action="store_true", help="only list leftovers (exit 1 if any)")
+    c.add_argument("--force", action="store_true",
+                   help="also while a live run holds the lab state: removes that run's lab under it")  # fmt: skip
     c.set_defaults(fn=cmd_clean)
     s = sub.add_parser("schema", help="write experiments/schema.json")
     s.add_argument("--check", action="store_true", help="fail if the committed schema is stale")
@@ -168,16 +181,20 @@ def main(argv: list[str] | None = None) -> int:
     logging.basicConfig(
         level=logging.DEBUG if a.verbose else logging.WARNING, format="%(levelname)s %(name)s: %(message)s"
     )
+    from .errors import EXIT_ERROR, EXIT_SPEC, ProtolabError
     from .spec import SpecError
 
     try:
         return a.fn(a)
     except SpecError as exc:
         print(exc, file=sys.stderr)
-        return 2
+        return EXIT_SPEC
+    except ProtolabError as exc:
+        print(f"protolab {a.command}: {exc}", file=sys.stderr)
+        return exc.exit_status
     except RuntimeError as exc:
         print(f"protolab {a.command}: {exc}", file=sys.stderr)
-        return 1
+        return EXIT_ERROR
 
 
 if __name__ == "__main__":

@@ -13,9 +13,13 @@ import logging
 import re
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from .naming import PREFIX, RULE_COMMENT
 from .shell import CommandError, ok, run
+
+if TYPE_CHECKING:
+    from .ownership import Ledger
 
 log = logging.getLogger(__name__)
 
@@ -61,16 +65,20 @@ def inspect() -> list[FamilyState]:
     return states
 
 
-def ensure_bridged_forwarding() -> list[str]:
-    """Add our narrow ACCEPT where bridged lab frames would be dropped; return what was done."""
+def ensure_bridged_forwarding(ledger: Ledger | None = None) -> list[str]:
+    """Add our narrow ACCEPT where bridged lab frames would be dropped (recorded in `ledger` before it is
+    added); return what was done."""
     actions = []
     for st in inspect():
         if not st.would_drop or st.rule_present:
             continue
         tool = FAMILIES[st.family][0]
+        entry = ledger.add("rule", tool=tool, table="filter", rule=[st.chain, *_RULE]) if ledger else None
         try:
             run([tool, "-w", "-I", st.chain, "1", *_RULE])
         except CommandError as exc:
+            if ledger and entry:
+                ledger.gone(entry)
             raise RuntimeError(
                 f"{st.family}: FORWARD policy is {st.forward_policy} and bridged frames pass through it "
                 f"(net.bridge.{FAMILIES[st.family][1]}=1), so lab traffic would be dropped, and adding the "
@@ -87,7 +95,8 @@ TABLES = ("filter", "mangle", "raw")
 
 
 def our_rules(comment: str | None = None) -> list[tuple[str, str, str]]:
-    """(tool, table, rule) for every rule whose comment is ours (or exactly `comment`), root namespace."""
+    """(tool, table, rule) for every rule commented `protolab*` (or exactly `comment`) in the root namespace: a
+    diagnostic for tests; removal goes by the ledger (protolab.ownership), never by this look-alike match."""
     body = re.escape(comment) if comment else re.escape(RULE_COMMENT) + r"\S*"
     pattern = re.compile(r"--comment " + body + r"(\s|$)")
     found = []
@@ -99,14 +108,3 @@ def our_rules(comment: str | None = None) -> list[tuple[str, str, str]]:
                 continue
             found += [(tool, table, r) for r in rules if pattern.search(r) and r.startswith("-A ")]
     return found
-
-
-def remove_rules(comment: str | None = None) -> int:
-    """Delete every rule carrying our comment (or exactly `comment`), in any chain and table; return how many."""
-    removed = 0
-    for tool, table, rule in our_rules(comment):
-        args = rule.split()
-        args[0] = "-D"
-        if ok([tool, "-w", "-t", table, *args]):
-            removed += 1
-    return removed

@@ -31,7 +31,7 @@ import threading
 import zlib
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Annotated, Literal
+from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, WithJsonSchema, model_validator
 
@@ -200,6 +200,27 @@ def _rate_args(rate: float) -> list[str]:
             "quantum", str(MTU_FRAME_BYTES)]  # fmt: skip
 
 
+_ledger: Any = None  # the deploying lab's ownership.Ledger: root-namespace rules are recorded before they are added
+
+
+def set_ledger(ledger: Any) -> None:
+    """Record root-namespace rules in this ledger from now on (None: stop recording)."""
+    global _ledger
+    _ledger = ledger
+
+
+def add_rule(ep: Endpoint, table: str, rule: list[str], insert: bool = False) -> None:
+    """`iptables -A` (or `-I`) in ep's namespace; in the root namespace recorded in the lab's ledger first (a
+    node's own namespace goes with its container)."""
+    entry = _ledger.add("rule", tool="iptables", table=table, rule=rule) if _ledger and ep.pid is None else None
+    try:
+        run(ep.cmd("iptables", "-w", "-t", table, "-I" if insert else "-A", *rule))
+    except CommandError:
+        if entry:
+            _ledger.gone(entry)
+        raise
+
+
 def ifb_for(ep: Endpoint) -> Endpoint:
     """The IFB that takes an interface's ingress: `plab-i<hash>` in the root namespace, `<intf>i` in a node."""
     name = f"{naming.PREFIX}i{zlib.crc32(ep.intf.encode()) % 10**6:06d}" if ep.pid is None else f"{ep.intf}i"[:15]
@@ -302,7 +323,7 @@ class Linkem:
             args += ["--netns", f"/proc/{receiver.pid}/ns/net"]
         for k, v in self.config(imp).items():
             args += [f"--{k}", v]
-        env = {**os.environ, naming.PROCESS_ENV: f"linkem-{name}"}
+        env = {**os.environ, naming.PROCESS_ENV: f"linkem-{name}", "PROTOLAB_RUN": _ledger.run_id if _ledger else ""}
         # /config only on a 0600 unix socket: nobody else on the machine can reconfigure the link
         self.control = linkem_control_dir() / f"{os.getpid()}-q{self.queue}.sock"
         self.control.unlink(missing_ok=True)  # a killed earlier process of this pid's
@@ -330,7 +351,7 @@ class Linkem:
         # of a new flow would each make their own unconfirmed entry, and all but one are dropped when the
         # verdicts come (insert_failed): 15 lost pings at the start of a 270 ms link, measured.
         try:
-            run(receiver.cmd("iptables", "-w", "-t", "raw", "-A", *self.rule))
+            add_rule(receiver, "raw", self.rule)
         except CommandError:
             self._end()  # not left running without its rule
             raise
@@ -499,7 +520,7 @@ class FallbackBackend(Backend):
                 f"--{k} {v}" for k, v in Linkem.config(imp).items()))  # fmt: skip
             return done
         if imp.loss:
-            run(receiver.cmd("iptables", "-w", "-t", "mangle", "-A", *self._loss_rule(receiver, imp.loss)))
+            add_rule(receiver, "mangle", self._loss_rule(receiver, imp.loss))
             done.append(f"{receiver.intf}: iptables statistic drop {imp.loss:.4%}")
         return done
 
@@ -520,7 +541,7 @@ class FallbackBackend(Backend):
         if changed != {"loss"} or self.userspace(new) or self.userspace(old):
             return False
         if new.loss:
-            run(receiver.cmd("iptables", "-w", "-t", "mangle", "-I", *self._loss_rule(receiver, new.loss)))
+            add_rule(receiver, "mangle", self._loss_rule(receiver, new.loss), insert=True)
         if old.loss:
             run(receiver.cmd("iptables", "-w", "-t", "mangle", "-D", *self._loss_rule(receiver, old.loss)))
         return True

@@ -13,10 +13,13 @@ capacity is shared by all ports and both directions).
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import os
 import pty
 import select
+import signal
+import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
@@ -25,15 +28,17 @@ from typing import Any
 import docker
 import docker.errors
 
-from . import firewall, impair, naming
+from . import firewall, impair, naming, ownership
+from .errors import ExecTimeoutError, ProtolabError
 from .impair import Endpoint, Impairment, LinkImpairment
+from .ownership import Ledger
 from .shell import CommandError, run
 from .topo import Topology
 from .units import format_rate
 
 log = logging.getLogger(__name__)
 
-CAPABILITIES = ["NET_ADMIN", "NET_RAW", "SYS_NICE"]
+CAPABILITIES = ["NET_ADMIN", "NET_RAW"]
 HUB_QUEUE_PACKETS = 100
 MULTICAST_PREFIX = "224.0.0.0/4"
 
@@ -50,6 +55,7 @@ def _mininet():
 def _shell_start(self: Any, prefix: list[str], new_session: bool) -> None:
     """Mininet's Node.startShell, with our own namespace-entering prefix and a marker for `clean`."""
     cmd = [*prefix, "env", "PS1=" + chr(127), f"{naming.PROCESS_ENV}={self.name}",
+           f"{ownership.RUN_ENV}={self.run_id}",
            "bash", "--norc", "--noediting", "-is", "mininet:" + self.name]  # fmt: skip
     self.master, self.slave = pty.openpty()
     self.shell = self._popen(cmd, stdin=self.slave, stdout=self.slave, stderr=self.slave, close_fds=False,
@@ -84,8 +90,8 @@ def node_classes():
     class ContainerHost(node.Host):
         """A Mininet host living in a running container's network namespace."""
 
-        def __init__(self, name: str, container_pid: int, **params: Any) -> None:
-            self.container_pid = container_pid
+        def __init__(self, name: str, container_pid: int, run_id: str, **params: Any) -> None:
+            self.container_pid, self.run_id = container_pid, run_id
             super().__init__(name, inNamespace=True, **params)
 
         def startShell(self, mnopts: Any = None) -> None:  # noqa: N802 (Mininet's name)
@@ -98,9 +104,10 @@ def node_classes():
     class Bridge(nodelib.LinuxBridge):
         """A Linux bridge in the root namespace: learning switch, or shared-capacity hub."""
 
-        def __init__(self, name: str, mode: str = "switch", capacity_bps: float | None = None,
+        def __init__(self, name: str, run_id: str, mode: str = "switch", capacity_bps: float | None = None,
                      multicast_snooping: bool = False, **params: Any) -> None:  # fmt: skip
             self.mode, self.capacity_bps, self.multicast_snooping = mode, capacity_bps, multicast_snooping
+            self.run_id = run_id
             super().__init__(name, stp=False, **params)
 
         def startShell(self, mnopts: Any = None) -> None:  # noqa: N802
@@ -191,6 +198,8 @@ class Lab:
     timings: dict[str, float] = field(default_factory=dict)
     owned: dict[str, bool] = field(default_factory=dict)  # shared things this lab created and so removes
     impairments: list[LinkImpairment] = field(default_factory=list)  # from the spec, beyond the link rates
+    ledger: Ledger | None = None  # what this lab makes is recorded here before it is made (ownership)
+    teardown_failures: list[str] = field(default_factory=list)  # objects teardown could not remove, one line each
     backend: impair.Backend | None = None  # None: probe and choose at deploy ('auto')
     backend_probe: dict[str, tuple[bool, str]] = field(default_factory=dict)
     link_ends: dict[tuple[str, str], tuple[Endpoint, Endpoint]] = field(default_factory=dict)
@@ -200,6 +209,8 @@ class Lab:
 
     def __post_init__(self) -> None:
         self.client = self.client or docker.from_env()
+        self.ledger = self.ledger or Ledger(self.run_id, "lab")
+        self._locked = False
 
     # -- lifecycle -------------------------------------------------------------------------------
     def __enter__(self) -> Lab:
@@ -215,11 +226,20 @@ class Lab:
 
     def deploy(self) -> None:
         t0 = time.monotonic()
-        fixed = firewall.ensure_bridged_forwarding()
-        self.actions += fixed
-        self.owned["firewall"] = bool(fixed)
-        self.owned["network"] = ensure_mgmt_network(self.client, created=True)
-        self._remove_stale()
+        assert self.ledger is not None
+        ownership.LOCK.acquire("deploy", self.run_id, hint="`protolab clean --force` removes its lab under it")
+        self._locked = True
+        if not any(e["kind"] == "run" for e in self.ledger.entries()):
+            ownership.begin_run(self.run_id, None)  # a lab outside `protolab run` (tests, tools): owned alike
+        impair.set_ledger(self.ledger)
+        removed, failures = ownership.sweep_dead()  # leftovers of killed runs, exactly as their ledgers say
+        if removed:
+            self.actions.append(f"removed what killed runs left: {', '.join(removed)}")
+        if failures:
+            raise ProtolabError("cannot remove what an earlier run left: " + "; ".join(failures))
+        self._refuse_foreign()
+        self.actions += firewall.ensure_bridged_forwarding(self.ledger)
+        ensure_mgmt_network(self.client, ledger=self.ledger)
         self._start_containers()
         t1 = time.monotonic()
         self._build_network()
@@ -228,55 +248,55 @@ class Lab:
         self.timings = {"containers_seconds": t1 - t0, "network_seconds": time.monotonic() - t1}
 
     def teardown(self) -> None:
+        """Remove everything this lab made, each object on its own (best effort): Mininet's stop, the link
+        emulators, then whatever the ledger still lists. What could not be removed is in teardown_failures
+        (and stays in the ledger for `protolab clean`); this never raises."""
         t0 = time.monotonic()
+        assert self.ledger is not None
         if self.net is not None:
             try:
                 self.net.stop()
-            except Exception as exc:  # keep tearing down; `clean` removes what is left
+            except Exception as exc:  # the ledger sweep below removes what Mininet left
                 log.warning("mininet stop: %s", exc)
             self.net = None
-        for sw in self.topology.switches:
-            run(["ip", "link", "del", naming.bridge_name(sw.name) + "-ifb"], check=False)
-            run(["ip", "link", "del", naming.bridge_name(sw.name)], check=False)
-        impair.Linkem.stop_all()
-        for ends in self.link_ends.values():  # IFBs taking a bridge port's ingress, in the root namespace
-            for ep in ends:
-                if ep.pid is None:
-                    run(["ip", "link", "del", impair.ifb_for(ep).intf], check=False)
-        if self.applied:
-            firewall.remove_rules(naming.IMPAIR_COMMENT)
+        try:
+            impair.Linkem.stop_all()
+        except Exception as exc:
+            self.teardown_failures.append(f"stopping the link emulators: {exc}")
+        self.teardown_failures += self.ledger.sweep(self.ledger.scope, ownership.Context(self.client))
         self.link_ends.clear()
-        remove_containers(self.client, [naming.container_name(n) for n in self.nodes])
         self.nodes.clear()
-        if self.owned.pop("firewall", False):
-            firewall.remove_rules()
-        if self.owned.pop("network", False):
-            try:
-                self.client.networks.get(naming.MGMT_NETWORK).remove()
-            except docker.errors.APIError as exc:
-                log.warning("removing %s: %s", naming.MGMT_NETWORK, exc)
+        if self._locked:
+            self._locked = False
+            impair.set_ledger(None)
+            ownership.LOCK.release()
         self.timings["teardown_seconds"] = time.monotonic() - t0
 
     # -- steps -----------------------------------------------------------------------------------
-    def _remove_stale(self) -> None:
-        """A deploy over a previous run's leftovers succeeds: same-named containers and links go first."""
-        from .cleanup import kill, marked_processes
-
-        names = {h.name for h in self.topology.hosts} | {naming.bridge_name(s.name) for s in self.topology.switches}
-        shells = marked_processes(names)
-        kill(shells)
-        stale = remove_containers(self.client, [naming.container_name(h.name) for h in self.topology.hosts])
-        if stale or shells:
-            self.actions.append(f"removed stale containers {stale} and {len(shells)} node shell(s) of an earlier run")
+    def _refuse_foreign(self) -> None:
+        """Stop before making anything when a name this lab needs is taken by something protolab did not make
+        (killed runs' leftovers were swept already, exactly as their ledgers say)."""
+        taken = []
+        for h in self.topology.hosts:
+            try:
+                c = self.client.containers.get(naming.container_name(h.name))
+                taken.append(f"container {c.name} (labels {c.labels or 'none'})")
+            except docker.errors.NotFound:
+                pass
         for sw in self.topology.switches:
-            br = naming.bridge_name(sw.name)
-            for name in _links_with_prefix(br):
-                run(["ip", "link", "del", name], check=False)
+            taken += [f"link {n}" for n in _links_with_prefix(naming.bridge_name(sw.name))]
+        if taken:
+            raise ProtolabError(
+                f"cannot deploy: {', '.join(taken)} exist(s) and no dead run's ledger lists them (another tool's, "
+                "or a lab kept with --keep: `protolab clean` removes a kept lab; anything else, remove or rename it)"
+            )
 
     def _start_containers(self) -> None:
         def start(host) -> NodeRuntime:
             image = self.images[host.name]
             name = naming.container_name(host.name)
+            assert self.ledger is not None
+            entry = self.ledger.add("container", name=name)
             kwargs: dict[str, Any] = dict(
                 name=name, hostname=host.name, detach=True, init=True, network=naming.MGMT_NETWORK,
                 cap_add=CAPABILITIES,
@@ -293,6 +313,7 @@ class Lab:
             try:
                 c = self.client.containers.run(image, **kwargs)
             except docker.errors.ImageNotFound:
+                self.ledger.gone(entry)
                 raise RuntimeError(f"{host.name}: image {image} not found; run `make images`") from None
             c.reload()
             ip = c.attrs["NetworkSettings"]["Networks"][naming.MGMT_NETWORK]["IPAddress"]
@@ -316,11 +337,15 @@ class Lab:
         net = net_mod.Mininet(topo=None, build=False, controller=None, autoSetMacs=False, waitConnected=False)
         self.net = net
         for h in self.topology.hosts:
-            net.addHost(h.name, cls=container_host, container_pid=self.nodes[h.name].pid, ip=None)
+            net.addHost(h.name, cls=container_host, container_pid=self.nodes[h.name].pid, run_id=self.run_id, ip=None)
         names = {h.name: h.name for h in self.topology.hosts}
+        assert self.ledger is not None
         for sw in self.topology.switches:
             names[sw.name] = naming.bridge_name(sw.name)
-            net.addSwitch(names[sw.name], cls=bridge, mode=sw.mode, capacity_bps=sw.capacity_bps,
+            self.ledger.link(names[sw.name])
+            if sw.mode == "hub":
+                self.ledger.link(names[sw.name] + "-ifb")
+            net.addSwitch(names[sw.name], cls=bridge, run_id=self.run_id, mode=sw.mode, capacity_bps=sw.capacity_bps,
                           multicast_snooping=sw.multicast_snooping)  # fmt: skip
         for lk in self.topology.links:
             params: dict[str, Any] = {}
@@ -328,12 +353,18 @@ class Lab:
                 params["params1"] = {"ip": lk.ip1}
             if lk.ip2:
                 params["params2"] = {"ip": lk.ip2}
+            for n in (names[lk.node1], names[lk.node2]):  # both ends are made in the root namespace first
+                self.ledger.link(f"{n}-eth{net.get(n).newPort()}")
             link = net.addLink(names[lk.node1], names[lk.node2], cls=plain_link, **params)
             ends = tuple(Endpoint(i.name, self.nodes[n].pid if n in self.nodes else None)
                          for n, i in ((lk.node1, link.intf1), (lk.node2, link.intf2)))  # fmt: skip
             self.link_ends[(lk.node1, lk.node2)] = ends  # type: ignore[assignment]
         net.build()
         net.start()
+        self.ledger.confirm_links()
+        for node in [*net.hosts, *net.switches]:
+            if node.shell is not None:
+                self.ledger.process(node.shell.pid)
 
     def _impair(self) -> None:
         """Shape every link's rate and apply the spec's impairments, per direction, with one backend."""
@@ -390,6 +421,8 @@ class Lab:
         if self.backend is None:
             self.backend, self.backend_probe = impair.choose("auto")
         sender, receiver = self._ends(a, b)
+        if at == "receiver" and receiver.pid is None and self.ledger is not None:
+            self.ledger.link(impair.ifb_for(receiver).intf)  # an IFB in the root namespace
         prev = self.current.get((a, b))
         if prev is not None:
             if prev[1] == at and self.backend.change(sender, receiver, prev[0], imp, at):
@@ -428,11 +461,9 @@ class Lab:
         return self.net.get(node).intfList()[intf].IP()
 
     def exec(self, node: str, cmd: list[str], timeout: float | None = None) -> tuple[int, str, str]:
-        """Run a command inside the node's container (its filesystem and cgroup); wait for it."""
-        c = self.nodes[node].container
-        res = c.exec_run(cmd, demux=True)
-        out, err = res.output if res.output else (b"", b"")
-        return res.exit_code, (out or b"").decode(errors="replace"), (err or b"").decode(errors="replace")
+        """Run a command inside the node's container (its filesystem and cgroup); wait for it, at most
+        `timeout` seconds: past that the command is killed and ExecTimeoutError raised."""
+        return exec_in(self.nodes[node].container, cmd, timeout, where=node)
 
     def targets(self, extra_ports: dict[str, list[int]] | None = None) -> list[dict[str, Any]]:
         """Prometheus file_sd targets for this lab's agents, plus `extra_ports` per node (workload processes
@@ -453,6 +484,40 @@ class Lab:
         ]
 
 
+def exec_in(container: Any, cmd: list[str], timeout: float | None, where: str = "") -> tuple[int, str, str]:
+    """`docker exec` through the engine's API with a deadline: on timeout the process is killed by its host PID
+    (what `docker exec` started keeps running when only the client gives up)."""
+    api = container.client.api
+    exec_id = api.exec_create(container.id, cmd)["Id"]
+    box: dict[str, Any] = {}
+
+    def start() -> None:
+        try:
+            box["out"] = api.exec_start(exec_id, demux=True)
+        except Exception as exc:
+            box["error"] = exc
+
+    th = threading.Thread(target=start, daemon=True)
+    th.start()
+    th.join(timeout)
+    if th.is_alive():
+        pid = api.exec_inspect(exec_id).get("Pid") or 0
+        if pid > 0:
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(pid, signal.SIGKILL)
+        th.join(5)
+        raise ExecTimeoutError(f"{where}: `{' '.join(cmd)}` still running after {timeout:g}s; killed it")
+    if "error" in box:
+        raise box["error"]
+    out, err = box.get("out") or (b"", b"")
+    code = api.exec_inspect(exec_id).get("ExitCode")
+    return (
+        (code if code is not None else -1),
+        (out or b"").decode(errors="replace"),
+        (err or b"").decode(errors="replace"),
+    )
+
+
 def _links_with_prefix(prefix: str) -> list[str]:
     out = run(["ip", "-o", "link", "show"], check=False)
     names = []
@@ -465,17 +530,20 @@ def _links_with_prefix(prefix: str) -> list[str]:
     return names
 
 
-def ensure_mgmt_network(client: Any, created: bool = False) -> Any:
-    """The management network: internal (no route out), labelled, shared by the agents and Prometheus.
-
-    Returns the network, or with created=True whether this call created it."""
+def ensure_mgmt_network(client: Any, ledger: Ledger | None = None) -> Any:
+    """The management network: internal (no route out), labelled, shared by the agents and Prometheus;
+    recorded in `ledger` when this call makes it."""
     try:
-        net = client.networks.get(naming.MGMT_NETWORK)
-        return False if created else net
+        return client.networks.get(naming.MGMT_NETWORK)
     except docker.errors.NotFound:
-        net = client.networks.create(naming.MGMT_NETWORK, driver="bridge", internal=True,
-                                     labels={naming.LABEL: "true"})  # fmt: skip
-        return True if created else net
+        entry = ledger.add("network", name=naming.MGMT_NETWORK) if ledger else None
+        try:
+            return client.networks.create(naming.MGMT_NETWORK, driver="bridge", internal=True,
+                                          labels={naming.LABEL: "true"})  # fmt: skip
+        except docker.errors.APIError:
+            if ledger and entry:
+                ledger.gone(entry)
+            raise
 
 
 def remove_containers(client: Any, names: list[str]) -> list[str]:

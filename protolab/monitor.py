@@ -159,14 +159,18 @@ def write_targets(groups: list[dict[str, Any]]) -> Path:
     return path
 
 
-def up(client: Any) -> bool:
+def up(client: Any, ledger: Any = None) -> bool:
     """Start the stack (Grafana too when its image is here), print where to look; return whether Grafana runs.
 
     With Grafana: the dashboard URL and the admin login (the password itself only on a terminal, else the
     file it is in). Without it, one line saying so."""
+    from . import ownership
     from .lab import ensure_mgmt_network
 
-    ensure_mgmt_network(client)
+    ledger = ledger or ownership.Ledger(ownership.MONITORING_LEDGER)
+    ensure_mgmt_network(client, ledger=ledger)
+    if not any(e["kind"] == "compose" for e in ledger.entries()):
+        ledger.add("compose", project=naming.COMPOSE_PROJECT)
     write_targets([])
     os.environ.setdefault("PROTOLAB_STATE_DIR", str(state_dir()))
     grafana = grafana_available()
@@ -190,7 +194,7 @@ def up(client: Any) -> bool:
 def down() -> None:
     try:
         with _compose_password(secrets.token_urlsafe(24)):  # interpolated, never used: down starts nothing
-            compose("--profile", GRAFANA_PROFILE, "down", "--remove-orphans", "--timeout", "5")
+            compose("--profile", GRAFANA_PROFILE, "down", "--timeout", "5")  # not --remove-orphans: not ours
     except CommandError as exc:
         if "no such file" not in str(exc).lower():
             raise

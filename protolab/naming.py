@@ -1,11 +1,12 @@
-"""Names and labels of everything the tool creates on a machine, so `protolab clean` can find it all.
+"""Names and labels of everything the tool creates on a machine.
 
+`protolab clean` removes what the runs' ledgers list (protolab.ownership), not what merely looks like these
+names; the names are for people and for the ledger's records.
 - Docker containers, networks: label `protolab.managed=true` (and `protolab.run=<run id>`); containers are
   named `plab-<node>`; the monitoring stack is the compose project `protolab`.
 - Root-namespace links (bridges, their veth ends, IFBs): name starts with `plab-`.
-- iptables/ip6tables rules: comment `protolab`.
-- nftables tables: name starts with `protolab`.
-- Processes (Mininet node shells): environment variable `PROTOLAB_NODE`.
+- iptables/ip6tables rules: comment `protolab` (the bridged-forwarding accept) or `protolab-impair`.
+- Processes (node shells, link emulators): environment `PROTOLAB_NODE=<node>` and `PROTOLAB_RUN=<run id>`.
 """
 
 LABEL = "protolab.managed"
@@ -18,7 +19,6 @@ MGMT_NETWORK = "plab-mgmt"
 COMPOSE_PROJECT = "protolab"
 RULE_COMMENT = "protolab"
 IMPAIR_COMMENT = "protolab-impair"  # rules of the fallback impairment backend
-NFT_TABLE_PREFIX = "protolab"
 PROCESS_ENV = "PROTOLAB_NODE"
 STATE_DIR = "/run/protolab"
 AGENT_PORT = 9100

@@ -1,5 +1,12 @@
 """Run a planned experiment: monitoring up, each lab deployed once, every point x repetition measured,
-everything torn down (also on Ctrl-C and exceptions), and a results folder written.
+everything torn down (also on SIGINT, SIGTERM, SIGHUP and exceptions), and a results folder written.
+
+The run holds the machine's lab-state lock throughout (a second run or `clean` is refused at once) and records
+everything it makes in its ledger before making it (protolab.ownership). Each measured row is appended to
+rows.jsonl (fsynced) as it is measured, each task's figures to raw/tasks/, each fault event to
+raw/faults.jsonl, so nothing measured is lost whatever happens to the process; tidy.csv and summary.json are
+always written at the end, INVALID with the reason when anything went wrong. A phase's tasks get a watchdog:
+past the phase's duration + the margin, the run stops as INVALID naming the task.
 
 Progress goes to the terminal as one line per measurement with an ETA. Measurement windows run from the
 phase start + warmup to the phase end; interface rates and CPU come from Prometheus's raw samples in that
@@ -13,14 +20,16 @@ import datetime as dt
 import json
 import logging
 import signal
+import sys
 import threading
 import time
 from pathlib import Path
 from typing import Any
 
-from . import environment, faults, firewall, guard, impair, monitor, naming, selfcheck, topo
+from . import environment, faults, guard, impair, monitor, naming, ownership, selfcheck, topo
+from .errors import EXIT_INTERRUPTED, EXIT_INVALID, EXIT_OK, TaskHungError
 from .exporter import FaultExporter
-from .lab import Lab, remove_containers
+from .lab import Lab
 from .shell import run
 from .spec import Measurement, NodeSpec, Plan, Point
 from .workloads import RUNNERS
@@ -29,6 +38,7 @@ log = logging.getLogger(__name__)
 RESULTS = Path(__file__).resolve().parent.parent / "results"
 SCRAPE_SETTLE_SECONDS = 1.5  # one more scrape after a phase so its last counters are in Prometheus
 LATE_START_NOTICE_SECONDS = 0.5  # a task starting later than this after its phase is said in the log
+TASK_TIMEOUT_MARGIN_SECONDS = 60.0  # a phase's tasks still running this long after its duration: hung
 
 _SERIES = {
     ("interface_rate", "rx", "bits"): "protolab_interface_receive_bytes_total",
@@ -83,24 +93,49 @@ def _scrape_ports(points: list[Point]) -> dict[str, list[int]]:
     return out
 
 
-class _InterruptedError(Exception):
+class Interrupted(BaseException):  # noqa: N818 (like KeyboardInterrupt: not an error of the run's own)
     pass
 
 
-def _install_signal_handlers() -> dict[int, Any]:
-    def handler(signum: int, _frame: Any) -> None:
-        raise _InterruptedError(signal.Signals(signum).name)
+class Signals:
+    """SIGINT, SIGTERM and SIGHUP alike: the first stops the run where it is (Interrupted); while tearing down,
+    later ones are said and otherwise ignored, so teardown and the results always finish. After SIGHUP (the
+    terminal is gone) output goes to console.log in the results folder."""
 
-    old = {}
-    if threading.current_thread() is threading.main_thread():
-        for s in (signal.SIGINT, signal.SIGTERM):
-            old[s] = signal.signal(s, handler)
-    return old
+    HANDLED = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
+
+    def __init__(self, log_dir: Path) -> None:
+        self.log_dir, self.received, self.finishing = log_dir, [], False
+        self.old: dict[int, Any] = {}
+
+    def install(self) -> None:
+        if threading.current_thread() is threading.main_thread():
+            for s in self.HANDLED:
+                self.old[s] = signal.signal(s, self._handle)
+
+    def restore(self) -> None:
+        for s, h in self.old.items():
+            signal.signal(s, h)
+
+    def _handle(self, signum: int, _frame: Any) -> None:
+        name = signal.Signals(signum).name
+        self.received.append(name)
+        if signum == signal.SIGHUP:
+            sys.stdout = sys.stderr = (self.log_dir / "console.log").open("a", buffering=1)
+        if self.finishing:
+            print(f"\n{name}: still tearing down and writing the results (measured rows are on disk already)",
+                  flush=True)  # fmt: skip
+            return
+        raise Interrupted(name)
 
 
-class Runner:
-    def __init__(self, plan: Plan, results_root: Path = RESULTS, keep: bool = False) -> None:
+class ExperimentRun:
+    """One `protolab run`: see the module docstring. run() returns the exit status (protolab.errors)."""
+
+    def __init__(self, plan: Plan, results_root: Path = RESULTS, keep: bool = False,
+                 task_timeout_margin: float = TASK_TIMEOUT_MARGIN_SECONDS) -> None:  # fmt: skip
         self.plan, self.keep = plan, keep
+        self.task_timeout_margin = task_timeout_margin
         self.results_root = results_root
         self.rows: list[dict[str, Any]] = []
         self.guard: dict[str, Any] = {}
@@ -113,28 +148,41 @@ class Runner:
         self.exporter_target: dict[str, Any] | None = None
         self.self_checks: list[dict[str, Any]] = []
         self.fault_rows: list[dict[str, Any]] = []  # the monitoring stack's CPU is ours too, not foreign load
+        self.teardown_failures: list[str] = []
+        self.status = EXIT_OK
 
-    def run(self) -> Path:
-        import docker
+    def run(self) -> int:
+        """Hold the lab-state lock, run, and return the exit status (EXIT_OK only for a VALID run)."""
+        with ownership.lab_lock("run", hint="`protolab clean --force` removes its lab under it"):
+            return self._run()
 
-        from .results.store import RunDir
+    def _run(self) -> int:
+        from .results.store import FAULTS_LOG, ROWS, JsonLog, RunDir
 
         e = self.plan.base
-        self.rundir = RunDir.create(self.results_root, e.name)
-        started = dt.datetime.now(dt.UTC).isoformat()
-        client = docker.from_env()
+        client = ownership.docker_client()
         images = {
             n: _image_id(client, n) for n in {s.image for p in self.plan.points for s in p.experiment.nodes.values()}
         }
+        self.rundir = RunDir.create(self.results_root, e.name)
+        ownership.LOCK.acquire("run", self.rundir.run_id)  # names the run in the lock's holder record
+        ownership.LOCK.release()
+        self.ledger = ownership.begin_run(self.rundir.run_id, self.rundir.path, keep=self.keep)
+        self.rows_log, self.faults_log = JsonLog(self.rundir.path / ROWS), JsonLog(self.rundir.path / FAULTS_LOG)
+        started = dt.datetime.now(dt.UTC).isoformat()
         manifest = self._manifest(started, images)
+        host_before = ownership.record_host(self.ledger)
+        manifest["host_state"] = {"before": host_before}
         self.rundir.write_json("manifest.json", manifest)
         print(f"results -> {self.rundir.path}", flush=True)
-        old = _install_signal_handlers()
+        signals = Signals(self.rundir.path)
+        signals.install()
         raw = self.rundir.raw_writer()
         progress = Progress(sum(p.experiment.repetitions for p in self.plan.points))
         lab: Lab | None = None
         error: BaseException | None = None
         try:
+            self._removed_leftovers(manifest)
             self.backend, probe = impair.choose(e.impairment_backend)
             manifest["impairment_backend"] = {
                 "chosen": self.backend.name,
@@ -142,7 +190,7 @@ class Runner:
                 "probe": {k: {"available": ok, "why": why} for k, (ok, why) in probe.items()},
             }
             print(f"impairment backend: {self.backend.name} ({probe[self.backend.name][1]})", flush=True)
-            monitor.up(client)
+            monitor.up(client, ledger=self.ledger)
             self.exporter_target = self.exporter.serve(client)
             prom = monitor.Prometheus()
             self.monitor_pids = [c.attrs["State"]["Pid"] for c in client.containers.list(
@@ -159,7 +207,8 @@ class Runner:
                 commands = {n: s.command for n, s in specs.items()}
                 print(f"deploying lab {gi + 1}/{len(groups)}: {ex.topology.kind} {ex.topology.params}", flush=True)
                 lab = Lab(topology, self.rundir.run_id, node_images, cpus, commands=commands, client=client,
-                          impairments=ex.impairments, backend=self.backend)  # fmt: skip
+                          impairments=ex.impairments, backend=self.backend,
+                          ledger=self.ledger.scoped(f"lab{gi + 1}"))  # fmt: skip
                 lab.deploy()
                 self.actions += lab.actions
                 extra = _scrape_ports(points)  # DIS hosts' /metrics
@@ -177,38 +226,58 @@ class Runner:
                 for point in points:
                     for rep in range(point.experiment.repetitions):
                         progress.step(f"{point.id} {point.label()} rep {rep + 1}/{point.experiment.repetitions}")
-                        self.rows.append(self._measure(point, rep, lab, prom, raw))
+                        row = self._measure(point, rep, lab, prom, raw)
+                        self.rows.append(row)
+                        self.rows_log.append(row)
                         progress.finish()
                 monitor.write_targets([])
                 if not (self.keep and gi == len(groups) - 1):
-                    lab.teardown()
+                    self._teardown_lab(lab)
                     lab = None
-        except (_InterruptedError, KeyboardInterrupt) as exc:
+        except (Interrupted, KeyboardInterrupt) as exc:
             error = exc
+            self.status = EXIT_INTERRUPTED
             self.invalid.append(f"interrupted ({exc or 'SIGINT'}) after {len(self.rows)} measurement(s)")
             print(f"\ninterrupted ({exc or 'SIGINT'}): tearing down", flush=True)
-        except BaseException as exc:
+        except Exception as exc:
             error = exc
+            self.status = EXIT_INVALID
             self.invalid.append(f"aborted: {type(exc).__name__}: {exc}")
-            raise
+            print(f"\naborted: {exc}\ntearing down", flush=True)
+            log.debug("aborted", exc_info=True)
         finally:
-            raw.close()
-            self.exporter.close()
-            if self.keep and error is None:
-                print("--keep: the lab and monitoring stay up; `make clean` removes them", flush=True)
-            else:
-                self._teardown(lab, client)
-            for s, h in old.items():
-                signal.signal(s, h)
-            manifest["finished_at"] = dt.datetime.now(dt.UTC).isoformat()
-            manifest["environment"]["dynamic_end"] = environment.dynamic()
-            manifest["deployments"] = self.deployments
-            manifest["preflight_actions"] = self.actions
-            self.rundir.write_json("manifest.json", manifest)
-            self._finish()
-        if error is not None:
-            raise SystemExit(130)
-        return self.rundir.path
+            signals.finishing = True
+            try:
+                raw.close()
+                self.exporter.close()
+                if self.keep and error is None:
+                    print("--keep: the lab and monitoring stay up; `make clean` removes them", flush=True)
+                else:
+                    self._teardown(lab)
+                for f in self.teardown_failures:
+                    self.invalid.append(f"teardown: {f}")
+                manifest["finished_at"] = dt.datetime.now(dt.UTC).isoformat()
+                manifest["environment"]["dynamic_end"] = _best_effort(environment.dynamic, {})
+                manifest["deployments"] = self.deployments
+                manifest["preflight_actions"] = self.actions
+                manifest["host_state"]["after"] = _best_effort(ownership.hoststate.snapshot, {})
+                manifest["signals"] = signals.received
+                self.rundir.write_json("manifest.json", manifest)
+                valid = self._finish()
+                if self.status == EXIT_OK and not valid:
+                    self.status = EXIT_INVALID
+                if not self.teardown_failures and not self.keep:
+                    self.ledger.sweep()  # the run record (and anything left) last
+            finally:
+                signals.restore()
+        return self.status
+
+    def _removed_leftovers(self, manifest: dict[str, Any]) -> None:
+        """What killed runs left (swept by their ledgers before anything is made) goes into the manifest."""
+        removed, failures = ownership.sweep_dead()
+        manifest["removed_leftovers"] = removed
+        for f in failures:
+            raise RuntimeError(f"cannot remove what an earlier run left: {f} (try `protolab clean`)")
 
     def _self_check(self, lab: Lab, ex: Any) -> list[dict[str, Any]] | None:
         """Measure the impaired links before any workload; every miss makes the run invalid."""
@@ -223,25 +292,23 @@ class Runner:
         print(f"  self-check took {time.monotonic() - t0:.1f}s", flush=True)
         return results
 
-    def _teardown(self, lab: Lab | None, client: Any) -> None:
+    def _teardown_lab(self, lab: Lab) -> None:
+        lab.teardown()
+        self.teardown_failures += lab.teardown_failures
+
+    def _teardown(self, lab: Lab | None) -> None:
+        """Best effort, object by object: the lab, the monitoring stack, then whatever the ledger still lists
+        but the run record; every failure is kept (reported as an invalid reason) and left for `clean`."""
         if lab is not None:
-            lab.teardown()
-        for step in (monitor.down, firewall.remove_rules):
-            try:
-                step()
-            except Exception as exc:
-                log.warning("teardown: %s: %s", step.__name__, exc)
-        remove_containers(
-            client,
-            [
-                c.name
-                for c in client.containers.list(all=True, filters={"label": f"{naming.RUN_LABEL}={self.rundir.run_id}"})
-            ],
-        )
+            self._teardown_lab(lab)
         try:
-            client.networks.get(naming.MGMT_NETWORK).remove()
-        except Exception:
-            pass
+            monitor.down()
+        except Exception as exc:
+            log.warning("teardown: monitoring: %s", exc)  # the ledger sweep below removes it by its labels
+        for f in self.ledger.sweep("session"):
+            self.teardown_failures.append(f)
+        for scope in {e.get("scope") for e in self.ledger.entries()} - {"session", None}:
+            self.teardown_failures += self.ledger.sweep(scope)
 
     def _measure(self, point: Point, rep: int, lab: Lab, prom: monitor.Prometheus, raw: Any) -> dict[str, Any]:
         ex = point.experiment
@@ -264,13 +331,24 @@ class Runner:
             threads = [threading.Thread(target=_run_task, args=(r, errors), daemon=True) for r in runners]
             for th in threads:
                 th.start()
+            deadline = time.monotonic() + phase_seconds + self.task_timeout_margin
             for th in threads:
-                th.join()
+                th.join(max(0.0, deadline - time.monotonic()))
+            hung = [t for t, th in zip(phase.tasks, threads, strict=True) if th.is_alive()]
             done = self._end_faults(point, rep, phase.name, schedule, lab, row) if events else []
+            if hung:
+                names = ", ".join(f"{t.name} ({t.kind} on {', '.join(t.nodes())})" for t in hung)
+                raise TaskHungError(f"{point.id} rep {rep} phase {phase.name}: task {names} still running "
+                               f"{self.task_timeout_margin:g}s after the phase's {phase_seconds:g}s; "
+                               "the run stops")  # fmt: skip
             if errors:
                 raise RuntimeError(f"{point.id} phase {phase.name}: " + "; ".join(errors))
-            for r in runners:
-                row.update(r.result())
+            for r, t in zip(runners, phase.tasks, strict=True):
+                figures = r.result()
+                self.rundir.write_json(f"raw/tasks/{point.id}-r{rep}-{phase.name}-{t.name}.json",
+                                       {"point": point.id, "repetition": rep, "phase": phase.name, "task": t.name,
+                                        "kind": t.kind, "figures": figures})  # fmt: skip
+                row.update(figures)
                 if hasattr(r, "fault_edges"):  # probes that can see outages compare them with the events
                     row.update(r.fault_edges(done))
                 for series, ts, value in r.series() if hasattr(r, "series") else []:
@@ -322,6 +400,7 @@ class Runner:
         for ev in events:
             rec = {"point": point.id, "repetition": rep, "phase": phase, **ev.record()}
             self.fault_rows.append(rec)
+            self.faults_log.append(rec)
             if rec["timing_error_seconds"] is not None:
                 errors.append(abs(rec["timing_error_seconds"]))
             if ev.error:
@@ -349,9 +428,12 @@ class Runner:
             "started_at": started,
             "finished_at": None,
             "environment": {"static": environment.static(), "dynamic": environment.dynamic()},
+            "axes": list(e.sweep),
+            "columns": list(dict.fromkeys(c for p in self.plan.points for c in p.experiment.columns())),
         }
 
-    def _finish(self) -> None:
+    def _finish(self) -> bool:
+        """tidy.csv, faults.csv, summary.json and the report from what was measured; returns validity."""
         from .results import checks, render
 
         e = self.plan.base
@@ -377,6 +459,7 @@ class Runner:
         except Exception as exc:  # the measured data is safe; say how to regenerate
             print(f"rendering the report failed ({exc}); rerun `protolab report {self.rundir.path}`", flush=True)
         _print_summary(summary, self.rundir.path)
+        return bool(summary["valid"])
 
 
 def _print_summary(summary: dict[str, Any], path: Path) -> None:
@@ -407,6 +490,14 @@ def _unshaped(lab: Lab) -> dict[int | None, set[str]]:
         if intfs:
             out.setdefault(pid, set()).update(intfs)
     return out
+
+
+def _best_effort(fn: Any, default: Any) -> Any:
+    try:
+        return fn()
+    except Exception as exc:
+        log.warning("%s: %s", getattr(fn, "__name__", fn), exc)
+        return default
 
 
 def _cell(v: Any) -> Any:

@@ -322,3 +322,39 @@ def latest(results_root: Path, experiment: str) -> Path | None:
     """The newest run folder (largest run id, i.e. latest start) that has a manifest.json, or None."""
     found = runs(results_root, experiment)
     return found[-1] if found else None
+
+
+ROWS = "rows.jsonl"  # measured rows as they are measured; tidy.csv is written from them
+FAULTS_LOG = "raw/faults.jsonl"
+
+
+class JsonLog:
+    """An append-only JSON-lines file, each line fsynced as it is written: what a run has measured is on disk
+    before the next measurement starts, whatever happens to the process afterwards."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = Path(path)
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+
+    def append(self, obj: Mapping[str, Any]) -> None:
+        data = (json.dumps(_jsonable(obj), sort_keys=False, allow_nan=False) + "\n").encode()
+        fd = os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+        try:
+            os.write(fd, data)
+            os.fsync(fd)
+        finally:
+            os.close(fd)
+
+    def read(self) -> list[dict[str, Any]]:
+        """Every complete line (a line torn by a crash is left out)."""
+        try:
+            lines = self.path.read_text().splitlines()
+        except FileNotFoundError:
+            return []
+        out = []
+        for line in lines:
+            try:
+                out.append(json.loads(line))
+            except ValueError:
+                log.warning("%s: a torn line left out", self.path)
+        return out

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import os
 import shutil
+from pathlib import Path
 
 import pytest
 
@@ -29,6 +30,11 @@ def real_lab_available():
     cleanup.clean(verbose=False)  # start from a clean machine
     yield
     cleanup.clean(verbose=False)
+
+
+def root_links(prefix: str = "plab-") -> list[str]:
+    """Root-namespace links whose name starts with prefix (a test's look, not how clean finds anything)."""
+    return sorted(p.name for p in Path("/sys/class/net").iterdir() if p.name.startswith(prefix))
 
 
 @pytest.fixture

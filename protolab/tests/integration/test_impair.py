@@ -11,10 +11,12 @@ import time
 import pytest
 from scipy.stats import binomtest
 
-from protolab import cleanup, impair, topo
+from protolab import impair, topo
 from protolab.impair import LinkImpairment
 from protolab.lab import Lab
 from protolab.workloads.ping_runner import parse as ping_parse
+
+from .conftest import root_links
 
 pytestmark = pytest.mark.integration
 PROBE = impair.probe()
@@ -69,8 +71,8 @@ def test_impairment_at_the_receiver_goes_through_an_ifb(name, no_leftovers):
     with _lab(_backend(name), {"link": ["h1", "s1"], "direction": "forward", "rate": "3Mbit", "at": "receiver"}) as lab:
         goodput = _udp(lab, "8M", 1400, 3)["sum_received"]["bits_per_second"]
         assert 0.93 * 3e6 * 1400 / 1442 < goodput < 1.03 * 3e6 * 1400 / 1442, goodput
-        assert any(n.startswith("plab-i") for n in cleanup.lab_links())  # the IFB on the bridge port
-    assert not any(n.startswith("plab-i") for n in cleanup.lab_links())
+        assert any(n.startswith("plab-i") for n in root_links())  # the IFB on the bridge port
+    assert not any(n.startswith("plab-i") for n in root_links())
 
 
 def _rtt_ms(lab: Lab, count: int = 10) -> float:

@@ -2,14 +2,20 @@
 
 from __future__ import annotations
 
+import os
+import signal
 import subprocess
+import sys
 import threading
 import time
 
 import pytest
 
-from protolab import cleanup, firewall, naming, topo
+from protolab import cleanup, firewall, naming, ownership, topo
+from protolab.errors import ProtolabError
 from protolab.lab import Lab
+
+from .conftest import root_links
 
 pytestmark = pytest.mark.integration
 IMAGE = "protolab/node:latest"
@@ -42,8 +48,8 @@ def test_switched_lab_connects_isolates_and_tears_down(no_leftovers):
             assert "generic-segmentation-offload: off" in feats
         # both directions shaped by HTB on the veth ends
         assert "htb" in lab.net.get("h1").cmd("tc qdisc show dev h1-eth0")
-        assert any(n.startswith("plab-s1") for n in cleanup.lab_links())
-    assert not any(n.startswith("plab-s1") for n in cleanup.lab_links())
+        assert any(n.startswith("plab-s1") for n in root_links())
+    assert not any(n.startswith("plab-s1") for n in root_links())
 
 
 def test_hub_floods_every_frame_and_shares_one_capacity(no_leftovers):
@@ -117,25 +123,46 @@ def lab_bridge_flag(bridge: str, name: str) -> int:
         return int(f.read())
 
 
-def test_deploy_over_leftovers_succeeds(no_leftovers):
-    """A runner that died leaves containers and bridges; the next deploy of the same lab still works."""
-    stale = _lab("switched", hosts=2, rate="10Mbit")
-    stale.deploy()  # and never torn down, as if the process had been killed
-    stale.net = None
+def test_deploy_over_a_killed_runs_leftovers_succeeds(no_leftovers):
+    """A process that deployed a lab and was killed with SIGKILL leaves containers, bridges, node shells; the
+    next deploy of the same lab removes them as the dead process's ledger lists them, and works."""
+    child = subprocess.run(
+        [sys.executable, "-c", "import os, signal; from protolab import topo; from protolab.lab import Lab; "
+         "t = topo.build('switched', {'hosts': 2, 'rate': '10Mbit'}); "
+         f"Lab(t, 'killed', {{h.name: {IMAGE!r} for h in t.hosts}}).deploy(); os.kill(os.getpid(), signal.SIGKILL)"],
+        capture_output=True, text=True, timeout=120,
+    )  # fmt: skip
+    assert child.returncode == -signal.SIGKILL, child.stderr[-2000:]
+    assert "plab-s1" in root_links()
     with _lab("switched", hosts=2, rate="10Mbit") as lab:
         assert _ping(lab, "h1", "10.0.1.2")
-        assert any("stale" in a for a in lab.actions)
-    cleanup.clean(verbose=False)  # the killed run's shared state (network, rule) is `make clean`'s to remove
+        assert any("killed runs" in a and "container plab-h1" in a for a in lab.actions), lab.actions
+
+
+def test_deploy_refuses_a_look_alike_it_did_not_make(no_leftovers):
+    """A bridge named like the lab's that no ledger lists is someone else's: deploy stops before making
+    anything, and neither deploy nor clean touches it."""
+    subprocess.run(["ip", "link", "add", "plab-s1", "type", "bridge"], check=True)
+    try:
+        with pytest.raises(ProtolabError, match="link plab-s1"):
+            _lab("switched", hosts=2).__enter__()
+        cleanup.clean(verbose=False)
+        assert "plab-s1" in root_links()
+    finally:
+        subprocess.run(["ip", "link", "del", "plab-s1"], check=False)
 
 
 def test_bridged_forwarding_fix_is_narrow_and_removable(no_leftovers):
-    firewall.ensure_bridged_forwarding()
+    ledger = ownership.Ledger("itest-firewall")
+    ledger.add("run", pid=os.getpid(), start=ownership.start_time(os.getpid()))
+    done = firewall.ensure_bridged_forwarding(ledger)
     for st in firewall.inspect():
         assert not st.would_drop or st.rule_present, st
-    rules = cleanup.iptables_rules()
+    rules = [r for _, _, r in firewall.our_rules()]
     assert all("-i plab-+ -o plab-+" in r and "--physdev-is-bridged" in r for r in rules), rules
-    firewall.remove_rules()
-    assert cleanup.iptables_rules() == []
+    assert len(rules) == len(done)
+    assert ledger.sweep() == []
+    assert firewall.our_rules() == []
 
 
 def _metrics(lab: Lab, node: str) -> dict[str, float]:

@@ -1,0 +1,525 @@
+"""What protolab owns on this machine: one lock on the lab state, and a ledger per run of what it made.
+
+- The lock, `<state>/lock` (flock: the kernel releases it when the holder dies, SIGKILL included), lets one
+  protolab process at a time deploy, run or clean. The holder (PID, command, run id) is written into it.
+- The ledger, `<state>/owned/<run>.jsonl`: one JSON line per object, appended and fsynced *before* the
+  object is made (`add`), confirmed with its identity once made (`made`: a link's ifindex, a process's start
+  time), and closed when it is removed (`gone`). Teardown and `protolab clean` remove exactly the objects
+  that are added and not gone; a look-alike protolab did not make is never touched.
+- Every removal is best effort per object: a failure is reported and the entry kept for `clean`.
+
+Kinds (REMOVERS): process, container, network, compose, link, rule, host (settings to restore), run.
+Docker objects also carry the label `protolab.managed=true`, so those of a run whose ledger was lost (the
+state dir is on tmpfs: a reboot) are still found. Scopes split one run's ledger: `session` (monitoring,
+management network, host settings) and one per deployed lab, torn down on its own.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import datetime as dt
+import json
+import os
+import signal
+import sys
+import threading
+import time
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+from . import hoststate, naming
+from .errors import DockerUnreachableError, LabBusyError
+from .shell import ok, run
+
+RUN_ENV = "PROTOLAB_RUN"  # in the environment of the processes a lab starts; `clean` ends those of dead runs
+MONITORING_LEDGER = "monitoring"  # `protolab up` records the stack it starts here
+KIND_ORDER = ("process", "container", "link", "rule", "network", "compose", "host", "run")
+
+
+def state_dir() -> Path:
+    return Path(os.environ.get("PROTOLAB_STATE_DIR", naming.STATE_DIR))
+
+
+def _ensure_dir(path: Path) -> Path:
+    path.mkdir(parents=True, exist_ok=True)
+    os.chmod(path, 0o700)
+    return path
+
+
+# -- the lock ------------------------------------------------------------------------------------------
+
+
+class _Lock:
+    """Process-wide and reentrant: the outermost hold takes the flock, inner ones count."""
+
+    def __init__(self) -> None:
+        self.fd: int | None = None
+        self.depth = 0
+        self.info: dict[str, Any] = {}
+        self.mutex = threading.Lock()
+
+    def acquire(self, command: str, run_id: str | None = None, hint: str = "") -> None:
+        with self.mutex:
+            if self.depth:
+                self.depth += 1
+                if run_id and not self.info.get("run_id"):
+                    self._write({**self.info, "run_id": run_id})
+                return
+            fd = os.open(_ensure_dir(state_dir()) / "lock", os.O_RDWR | os.O_CREAT, 0o600)
+            try:
+                import fcntl
+
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except BlockingIOError:
+                info = _read(fd)
+                os.close(fd)
+                raise LabBusyError(info, hint) from None
+            self.fd, self.depth = fd, 1
+            self._write({"pid": os.getpid(), "command": command, "run_id": run_id,
+                         "since": dt.datetime.now(dt.UTC).isoformat(timespec="seconds")})  # fmt: skip
+
+    def _write(self, info: dict[str, Any]) -> None:
+        assert self.fd is not None
+        self.info = info
+        data = json.dumps(info).encode()
+        os.ftruncate(self.fd, 0)
+        os.pwrite(self.fd, data, 0)
+
+    def release(self) -> None:
+        with self.mutex:
+            if not self.depth:
+                return
+            self.depth -= 1
+            if self.depth or self.fd is None:
+                return
+            import fcntl
+
+            os.ftruncate(self.fd, 0)
+            fcntl.flock(self.fd, fcntl.LOCK_UN)
+            os.close(self.fd)
+            self.fd, self.info = None, {}
+
+
+def _read(fd: int) -> dict[str, Any]:
+    try:
+        return json.loads(os.pread(fd, 4096, 0).decode() or "{}")
+    except (OSError, ValueError):
+        return {}
+
+
+LOCK = _Lock()
+
+
+@contextlib.contextmanager
+def lab_lock(command: str, run_id: str | None = None, hint: str = "") -> Iterator[None]:
+    """Hold the machine's lab-state lock for the block; LabBusyError at once when a live process holds it."""
+    LOCK.acquire(command, run_id, hint)
+    try:
+        yield
+    finally:
+        LOCK.release()
+
+
+def holder() -> dict[str, Any] | None:
+    """Who holds the lock now (None: nobody; this process: its own record)."""
+    if LOCK.depth:
+        return dict(LOCK.info)
+    path = state_dir() / "lock"
+    if not path.exists():
+        return None
+    import fcntl
+
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
+        fcntl.flock(fd, fcntl.LOCK_UN)
+        return None
+    except BlockingIOError:
+        return _read(fd)
+    finally:
+        os.close(fd)
+
+
+# -- processes -------------------------------------------------------------------------------------------
+
+
+def start_time(pid: int) -> int | None:
+    """The process's start time in clock ticks since boot (with the PID, its identity), or None if gone."""
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return None
+    return int(stat.rsplit(")", 1)[1].split()[19])
+
+
+def alive(pid: int, start: int | None) -> bool:
+    return start is not None and start_time(pid) == start
+
+
+def processes_of_run(run_id: str) -> list[int]:
+    """PIDs whose environment carries RUN_ENV=run_id (node shells, link emulators), this process excepted."""
+    marker = f"{RUN_ENV}={run_id}".encode()
+    found = []
+    for d in Path("/proc").iterdir():
+        if not d.name.isdigit() or int(d.name) == os.getpid():
+            continue
+        try:
+            if marker in (d / "environ").read_bytes().split(b"\0"):
+                found.append(int(d.name))
+        except OSError:
+            continue
+    return found
+
+
+def _kill(pid: int, start: int | None) -> None:
+    if not alive(pid, start):
+        return
+    with contextlib.suppress(ProcessLookupError):
+        os.kill(pid, signal.SIGKILL)
+    deadline = time.monotonic() + 3
+    while alive(pid, start) and time.monotonic() < deadline:
+        time.sleep(0.02)
+
+
+# -- removers: how each kind of object is found and removed --------------------------------------------------
+
+
+def docker_client() -> Any:
+    """A Docker client that answers, or DockerUnreachableError."""
+    import docker
+
+    try:
+        client = docker.from_env(timeout=20)
+        client.ping()
+        return client
+    except Exception as exc:  # docker.errors.DockerException, requests' ConnectionError, ...
+        raise DockerUnreachableError(str(exc).splitlines()[0][:200]) from None
+
+
+def _ifindex(name: str, netns_pid: int | None = None) -> int | None:
+    path = Path(f"/sys/class/net/{name}/ifindex")
+    if netns_pid is None:
+        try:
+            return int(path.read_text())
+        except (OSError, ValueError):
+            return None
+    out = run(["nsenter", "-t", str(netns_pid), "-n", "cat", str(path)], check=False).strip()
+    return int(out) if out.isdigit() else None
+
+
+class Context:
+    """What removers share: a Docker client made on first use (DockerUnreachableError when it does not answer)."""
+
+    def __init__(self, client: Any = None) -> None:
+        self._client = client
+
+    @property
+    def client(self) -> Any:
+        if self._client is None:
+            self._client = docker_client()
+        return self._client
+
+
+def _container(entry: dict[str, Any], ctx: Context, remove: bool) -> bool:
+    import docker.errors
+
+    try:
+        c = ctx.client.containers.get(entry["name"])
+    except docker.errors.NotFound:
+        return False
+    if c.labels.get(naming.RUN_LABEL) != entry["run"]:
+        return False  # same name, not ours
+    if remove:
+        try:
+            c.remove(force=True)
+        except docker.errors.NotFound:
+            return False
+        except docker.errors.APIError as exc:
+            if "already in progress" not in str(exc):
+                raise
+    return True
+
+
+def _network(entry: dict[str, Any], ctx: Context, remove: bool) -> bool:
+    import docker.errors
+
+    try:
+        net = ctx.client.networks.get(entry["name"])
+    except docker.errors.NotFound:
+        return False
+    if net.attrs.get("Labels", {}).get(naming.LABEL) != "true":
+        return False
+    if remove:
+        net.reload()
+        for cid in net.attrs.get("Containers") or {}:
+            with contextlib.suppress(docker.errors.APIError):
+                net.disconnect(cid, force=True)
+        net.remove()
+    return True
+
+
+def _compose(entry: dict[str, Any], ctx: Context, remove: bool) -> bool:
+    """The monitoring stack: containers and networks of the project that carry our label (never others')."""
+    labels = [f"com.docker.compose.project={entry['project']}", f"{naming.LABEL}=true"]
+    found = False
+    for c in ctx.client.containers.list(all=True, filters={"label": labels}):
+        found = True
+        if remove:
+            c.remove(force=True)
+    for n in ctx.client.networks.list(filters={"label": labels}):
+        found = True
+        if remove:
+            _network({"name": n.name}, ctx, True)
+    return found
+
+
+def _link(entry: dict[str, Any], _ctx: Context, remove: bool) -> bool:
+    index = _ifindex(entry["name"])
+    if index is None or (entry.get("ifindex") is not None and index != entry["ifindex"]):
+        return False  # gone, or a newer link of the same name that is not ours
+    if remove:
+        run(["ip", "link", "del", entry["name"]])
+    return True
+
+
+def _rule(entry: dict[str, Any], _ctx: Context, remove: bool) -> bool:
+    base = [entry["tool"], "-w", "-t", entry["table"]]
+    if not ok([*base, "-C", *entry["rule"]]):
+        return False
+    if remove:
+        run([*base, "-D", *entry["rule"]])
+    return True
+
+
+def _process(entry: dict[str, Any], _ctx: Context, remove: bool) -> bool:
+    if not alive(entry["pid"], entry.get("start")):
+        return False
+    if remove:
+        _kill(entry["pid"], entry.get("start"))
+    return True
+
+
+def _host(entry: dict[str, Any], _ctx: Context, remove: bool) -> bool:
+    if not hoststate.differences(entry["before"], hoststate.snapshot()):
+        return False
+    if remove:
+        hoststate.restore(entry["before"])
+        left = hoststate.differences(entry["before"], hoststate.snapshot())
+        if left:
+            raise RuntimeError("host settings not restored: " + "; ".join(left))
+    return True
+
+
+def _run(entry: dict[str, Any], _ctx: Context, remove: bool) -> bool:
+    """A run's own process and everything it started (RUN_ENV); finalizes its results folder if it died."""
+    pids = processes_of_run(entry["run"])
+    if remove:
+        for pid in pids:
+            _kill(pid, start_time(pid))
+        if not alive(entry["pid"], entry.get("start")) and entry.get("dir"):
+            from .results.salvage import finalize_orphan
+
+            finalize_orphan(Path(entry["dir"]), entry)
+    return bool(pids)
+
+
+REMOVERS: dict[str, Callable[[dict[str, Any], Context, bool], bool]] = {
+    "process": _process,
+    "container": _container,
+    "link": _link,
+    "rule": _rule,
+    "network": _network,
+    "compose": _compose,
+    "host": _host,
+    "run": _run,
+}
+
+
+def describe(entry: dict[str, Any]) -> str:
+    k = entry["kind"]
+    if k == "rule":
+        return f"rule {entry['tool']} -t {entry['table']} {' '.join(entry['rule'])}"
+    if k in ("process", "run"):
+        return f"{k} {entry.get('pid')}" + (f" (run {entry['run']})" if k == "run" else "")
+    if k == "compose":
+        return f"compose project {entry['project']}"
+    if k == "host":
+        return "host settings changed by the run"
+    return f"{k} {entry['name']}"
+
+
+# -- the ledger -----------------------------------------------------------------------------------------------
+
+
+_NOT_IDENTITY = ("op", "scope", "t", "ifindex", "start", "before", "dir", "keep")
+
+
+def _key(entry: dict[str, Any]) -> str:
+    ident = {k: v for k, v in entry.items() if k not in _NOT_IDENTITY}
+    return json.dumps(ident, sort_keys=True)
+
+
+class Ledger:
+    """One run's record of what it made (see the module docstring). `scope` names the part that adds."""
+
+    def __init__(self, run_id: str, scope: str = "session") -> None:
+        self.run_id, self.scope = run_id, scope
+        self.path = state_dir() / "owned" / f"{run_id}.jsonl"
+        self._mutex = threading.Lock()
+
+    def scoped(self, scope: str) -> Ledger:
+        return Ledger(self.run_id, scope)
+
+    def _append(self, line: dict[str, Any]) -> None:
+        _ensure_dir(self.path.parent)
+        data = (json.dumps(line, sort_keys=True) + "\n").encode()
+        with self._mutex:
+            fd = os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
+            try:
+                os.write(fd, data)
+                os.fsync(fd)
+            finally:
+                os.close(fd)
+
+    def add(self, kind: str, **handle: Any) -> dict[str, Any]:
+        """Record an object about to be made; returns the entry (give it to made() or gone())."""
+        entry = {"kind": kind, "run": self.run_id, **handle}
+        self._append({"op": "add", "scope": self.scope, "t": time.time(), **entry})
+        return entry
+
+    def made(self, entry: dict[str, Any], **identity: Any) -> None:
+        """Confirm the object exists, with what tells it apart from a later look-alike (ifindex, start)."""
+        entry.update(identity)
+        self._append({"op": "made", "scope": self.scope, **entry})
+
+    def gone(self, entry: dict[str, Any]) -> None:
+        self._append({"op": "gone", "scope": self.scope, **entry})
+
+    @contextlib.contextmanager
+    def making(self, kind: str, **handle: Any) -> Iterator[dict[str, Any]]:
+        """Record, make (the block), and on failure of the block mark it gone: it was never ours."""
+        entry = self.add(kind, **handle)
+        try:
+            yield entry
+        except BaseException:
+            self.gone(entry)
+            raise
+
+    def link(self, name: str) -> dict[str, Any]:
+        """Record a root-namespace link about to be made."""
+        return self.add("link", name=name)
+
+    def confirm_links(self) -> None:
+        """Attach each recorded link's ifindex (after the links were made)."""
+        for e in self.entries(self.scope):
+            if e["kind"] == "link" and e.get("ifindex") is None:
+                index = _ifindex(e["name"])
+                if index is not None:
+                    self.made(e, ifindex=index)
+
+    def process(self, pid: int) -> None:
+        self.made(self.add("process", pid=pid), start=start_time(pid))
+
+    def entries(self, scope: str | None = None) -> list[dict[str, Any]]:
+        """Objects added and not gone, in the order they were added (latest identity merged in)."""
+        return [e for e in live_entries(self.path) if scope is None or e.get("scope") == scope]
+
+    def sweep(self, scope: str | None = None, ctx: Context | None = None) -> list[str]:
+        """Remove every live object (of `scope`, or all): processes first, the run record last; return the
+        failures, one line each (their entries stay for `protolab clean`)."""
+        ctx = ctx or Context()
+        failures = []
+        todo = self.entries(scope)
+        todo.sort(key=lambda e: KIND_ORDER.index(e["kind"]))  # stable: within a kind, in the order made
+        for e in todo:
+            if e["kind"] == "run" and scope is not None:
+                continue  # the run record goes when the whole run is swept
+            try:
+                REMOVERS[e["kind"]](e, ctx, True)
+                self.gone(e)
+            except DockerUnreachableError:
+                failures.append(f"{describe(e)}: the Docker engine does not answer")
+            except Exception as exc:
+                failures.append(f"{describe(e)}: {str(exc).strip()[:300]}")
+        if scope is None and not failures:
+            with contextlib.suppress(FileNotFoundError):
+                self.path.unlink()
+        return failures
+
+    def left(self, ctx: Context | None = None) -> list[str]:
+        """Live objects that still exist, one line each."""
+        ctx = ctx or Context()
+        return [describe(e) for e in self.entries() if REMOVERS[e["kind"]](e, ctx, False)]
+
+
+def live_entries(path: Path) -> list[dict[str, Any]]:
+    live: dict[str, dict[str, Any]] = {}
+    try:
+        lines = path.read_text().splitlines()
+    except FileNotFoundError:
+        return []
+    for line in lines:
+        try:
+            rec = json.loads(line)
+        except ValueError:
+            continue  # a torn last line after a crash: the object it named was not made yet
+        op = rec.pop("op", None)
+        k = _key(rec)
+        if op == "add":
+            live[k] = rec
+        elif op == "made" and k in live:
+            live[k].update(rec)
+        elif op == "gone":
+            live.pop(k, None)
+    return list(live.values())
+
+
+def ledgers() -> list[Ledger]:
+    d = state_dir() / "owned"
+    return [Ledger(p.stem) for p in sorted(d.glob("*.jsonl"))] if d.is_dir() else []
+
+
+def record_host(ledger: Ledger) -> dict[str, Any]:
+    """Snapshot the host settings a run may change, into the ledger (restored by the sweep); returns it."""
+    before = hoststate.snapshot()
+    ledger.add("host", before=before)
+    return before
+
+
+def begin_run(run_id: str, results_dir: Path | None, keep: bool = False) -> Ledger:
+    """A new run's ledger, opened with its run record (the processes it starts carry RUN_ENV=run_id). A run
+    with `keep` leaves its lab up: its ledger outlives its process until `protolab clean`."""
+    ledger = Ledger(run_id)
+    ledger.add("run", pid=os.getpid(), start=start_time(os.getpid()), keep=keep,
+               dir=str(results_dir) if results_dir else None)  # fmt: skip
+    return ledger
+
+
+def dead_runs() -> list[Ledger]:
+    """Ledgers whose run process is gone (a run killed, or a teardown that failed)."""
+    out = []
+    for ledger in ledgers():
+        runs = [e for e in ledger.entries() if e["kind"] == "run"]
+        if any(e.get("keep") for e in runs) or any(alive(e["pid"], e.get("start")) for e in runs):
+            continue
+        if ledger.run_id == MONITORING_LEDGER:
+            continue  # `protolab up`: the stack stays until `protolab down` or `clean`
+        out.append(ledger)
+    return out
+
+
+def sweep_dead(ctx: Context | None = None) -> tuple[list[str], list[str]]:
+    """Remove what dead runs left behind: (what was removed, failures)."""
+    ctx = ctx or Context()
+    removed, failures = [], []
+    for ledger in dead_runs():
+        items = ledger.left(ctx) if ledger.entries() else []
+        errs = ledger.sweep(None, ctx)
+        removed += [f"{i} (run {ledger.run_id})" for i in items]
+        failures += [f"{f} (run {ledger.run_id})" for f in errs]
+    return removed, failures
+
+
+def log(msg: str) -> None:
+    print(msg, file=sys.stderr, flush=True)
