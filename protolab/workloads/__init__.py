@@ -40,4 +40,4 @@ def task_model(kind: str):
     return deco
 
 
-from . import converter, converter_runner, dis, dis_runner, iperf3, iperf3_runner, ping, ping_runner  # noqa: E402,F401  (register themselves)
+from . import command, converter, converter_runner, dis, dis_runner, iperf3, iperf3_runner, ping, ping_runner  # noqa: E402,F401  (register themselves)
