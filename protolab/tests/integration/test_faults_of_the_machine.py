@@ -244,12 +244,13 @@ def test_a_tc_command_failing_halfway_through_deploy(tmp_path, machine):
 
 def test_clean_leaves_look_alikes_it_did_not_make(tmp_path, machine):
     """A foreign compose project, link, iptables rule, nft table and process with protolab-like names."""
-    subprocess.run(["ip", "link", "add", "plab-foreign", "type", "dummy"], check=True)
+    subprocess.run(["ip", "link", "add", "plab-foreign", "type", "bridge"], check=True)
     rule = ["INPUT", "-i", "plab-foreign", "-m", "comment", "--comment", "protolab-foreign", "-j", "ACCEPT"]
     subprocess.run(["iptables", "-w", "-A", *rule], check=True)
     subprocess.run(["nft", "add", "table", "inet", "protolab_foreign"], check=True)
     ctr = subprocess.run(["docker", "run", "-d", "--name", "plab-foreign", "--label",
-                          "com.docker.compose.project=protolab", "protolab/node:latest", "sleep", "600"],
+                          "com.docker.compose.project=protolab", "--entrypoint", "sleep",
+                          "protolab/node:latest", "600"],
                          capture_output=True, text=True, check=True).stdout.strip()  # fmt: skip
     proc = subprocess.Popen(["sleep", "600"], env={**os.environ, "PROTOLAB_NODE": "h1", "PROTOLAB_RUN": "foreign"})
     try:
