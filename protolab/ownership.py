@@ -30,6 +30,7 @@ from typing import Any
 
 from . import hoststate, naming
 from .errors import DockerUnreachableError, LabBusyError
+from .results.store import JsonLog
 from .shell import ok, run
 
 RUN_ENV = "PROTOLAB_RUN"  # in the environment of the processes a lab starts; `clean` ends those of dead runs
@@ -373,14 +374,8 @@ class Ledger:
 
     def _append(self, line: dict[str, Any]) -> None:
         _ensure_dir(self.path.parent)
-        data = (json.dumps(line, sort_keys=True) + "\n").encode()
         with self._mutex:
-            fd = os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
-            try:
-                os.write(fd, data)
-                os.fsync(fd)
-            finally:
-                os.close(fd)
+            JsonLog(self.path, mode=0o600).append(line)
 
     def add(self, kind: str, **handle: Any) -> dict[str, Any]:
         """Record an object about to be made; returns the entry (give it to made() or gone())."""
@@ -455,15 +450,7 @@ class Ledger:
 
 def live_entries(path: Path) -> list[dict[str, Any]]:
     live: dict[str, dict[str, Any]] = {}
-    try:
-        lines = path.read_text().splitlines()
-    except FileNotFoundError:
-        return []
-    for line in lines:
-        try:
-            rec = json.loads(line)
-        except ValueError:
-            continue  # a torn last line after a crash: the object it named was not made yet
+    for rec in JsonLog(path).read():  # a torn last line (a crash mid-write) is left out: nothing was made yet
         op = rec.pop("op", None)
         k = _key(rec)
         if op == "add":

@@ -332,13 +332,13 @@ class JsonLog:
     """An append-only JSON-lines file, each line fsynced as it is written: what a run has measured is on disk
     before the next measurement starts, whatever happens to the process afterwards."""
 
-    def __init__(self, path: Path) -> None:
-        self.path = Path(path)
-        self.path.parent.mkdir(parents=True, exist_ok=True)
+    def __init__(self, path: Path, mode: int = 0o644) -> None:
+        self.path, self.mode = Path(path), mode
 
     def append(self, obj: Mapping[str, Any]) -> None:
-        data = (json.dumps(_jsonable(obj), sort_keys=False, allow_nan=False) + "\n").encode()
-        fd = os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        data = (json.dumps(_jsonable(obj), allow_nan=False) + "\n").encode()
+        fd = os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, self.mode)
         try:
             os.write(fd, data)
             os.fsync(fd)
