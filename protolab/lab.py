@@ -408,6 +408,10 @@ class Lab:
             imp, at = self.current.get(d, (Impairment(), "sender"))
             self._apply_direction(*d, imp.model_copy(update=given), at)
 
+    def replace_impairment(self, a: str, b: str, imp: Impairment, at: str) -> None:
+        """Direction a -> b does exactly `imp` from now on (the self-check's pass-through, and its undoing)."""
+        self._apply_direction(a, b, imp, at)
+
     def reset_impairments(self) -> None:
         """Back to the configured impairments (after a phase's step changes)."""
         for d in set(self.current) - set(self.configured):

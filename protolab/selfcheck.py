@@ -39,6 +39,9 @@ from .workloads.ping_runner import summary as ping_summary
 RATE_TOLERANCE = 0.03
 DELAY_TOLERANCE, DELAY_FLOOR = 0.02, 0.0005
 MEAN_SE = 3  # standard errors of the mean RTT added to the delay bound
+# the base measurement: the same mechanism in the path (rate and queue kept), holding nothing for long
+PASS_THROUGH = {"delay": 1e-6, "jitter": None, "loss": None, "loss_model": None, "duplicate": None, "reorder": None,
+                "corrupt": None, "ber": None}  # fmt: skip
 LOSS_CONFIDENCE = 0.999
 PING_COUNT, PING_INTERVAL, PING_FRAME = 1000, 0.002, 56 + 8 + 20 + 14
 PING_MIN_COUNT, PING_SECONDS, PING_PIPE = 200, 2.0, 40
@@ -174,14 +177,16 @@ def _path_rate(lab: Any, p: ProbePath) -> float | None:
     return min((r for r in rates if r), default=None)
 
 
-def measure_echo(lab: Any, p: ProbePath, want: Expected) -> tuple[int, list[float], tuple[float, float] | None]:
+def measure_echo(
+    lab: Any, p: ProbePath, want: Expected, count: int | None = None
+) -> tuple[int, list[float], tuple[float, float] | None]:
     """(requests sent, RTTs of the answered ones, ping's own (mean, deviation) to the microsecond); requests at
     most a tenth of the path's rate."""
     rate = _path_rate(lab, p)
     interval = max(PING_INTERVAL, 10 * PING_FRAME * 8 / rate) if rate else PING_INTERVAL
     wait = max(1, math.ceil(2 * want.rtt_seconds + 4 * want.jitter_seconds + 0.5))
     # iputils ping keeps about 40 requests outstanding: on long paths it sends slower than asked
-    count = max(PING_MIN_COUNT, min(PING_COUNT, int(PING_SECONDS * PING_PIPE / max(want.rtt_seconds, 1e-3))))
+    count = count or max(PING_MIN_COUNT, min(PING_COUNT, int(PING_SECONDS * PING_PIPE / max(want.rtt_seconds, 1e-3))))
     cmd = ["ping", "-U", "-D", "-n", "-c", str(count), "-i", f"{interval:g}"]  # -U: see workloads.ping_runner
     cmd += ["-W", str(wait), p.dst_ip]
     code, out, err = lab.exec(p.src, cmd)
@@ -191,10 +196,36 @@ def measure_echo(lab: Any, p: ProbePath, want: Expected) -> tuple[int, list[floa
     return sent, [e.rtt for e in echoes], ping_summary(out)
 
 
-def rtt_bound(rtt: float, sd: float, n: int) -> float:
-    """How far the mean of n RTTs with deviation sd may be from the configured rtt: max(0.5 ms, 2 %), plus 3
-    standard errors of the mean (a jittered path's mean of 1000 pings moves by ~sd/30 between runs)."""
-    return max(DELAY_FLOOR, DELAY_TOLERANCE * rtt) + (MEAN_SE * sd / math.sqrt(n) if n > 1 else 0.0)
+def rtt_bound(rtt: float, sd: float, n: int, base: tuple[float, int] = (0.0, 0)) -> float:
+    """How far the mean of n RTTs with deviation sd, less the path's base RTT (its own mean of base[1] pings
+    with deviation base[0]), may be from the configured rtt: max(0.5 ms, 2 %), plus 3 standard errors of that
+    difference (a jittered path's mean of 1000 pings moves by ~sd/30 between runs)."""
+    var = (sd**2 / n if n > 1 else 0.0) + (base[0] ** 2 / base[1] if base[1] > 1 else 0.0)
+    return max(DELAY_FLOOR, DELAY_TOLERANCE * rtt) + MEAN_SE * math.sqrt(var)
+
+
+def measure_base(lab: Any, p: ProbePath, want: Expected) -> tuple[float, float, int] | None:
+    """The path's own RTT (mean, deviation, n) with every delayed direction on it passing packets through the
+    same mechanism without holding them (rate kept; delay 1 us, no jitter, loss or corruption): what `delay`
+    is added to. A userspace emulator's wake-ups, a rate's serialization and the veths' own latency are in it.
+    What the link did before is put back exactly, even when it is not what the spec configured."""
+    fwd = p.path
+    dirs = [d for d in fwd + [(y, x) for x, y in reversed(fwd)] if d in lab.current and lab.current[d][0].delay]
+    saved = {d: lab.current[d] for d in dirs}
+    if not saved:
+        return None
+    try:
+        for (a, b), (imp, at) in saved.items():
+            lab.replace_impairment(a, b, imp.model_copy(update=PASS_THROUGH), at)
+        quick = Expected(want.rate_bps, 0.0, 0.0, 0.0, False, want.rated)
+        _sent, rtts, precise = measure_echo(lab, p, quick, count=PING_MIN_COUNT)
+    finally:
+        for (a, b), (imp, at) in saved.items():
+            lab.replace_impairment(a, b, imp, at)
+    if not rtts:
+        return None
+    mean, sd = precise or (statistics.fmean(rtts), statistics.pstdev(rtts))
+    return mean, sd, len(rtts)
 
 
 def check_direction(lab: Any, p: ProbePath, want: Expected) -> dict[str, Any]:
@@ -209,9 +240,14 @@ def check_direction(lab: Any, p: ProbePath, want: Expected) -> dict[str, Any]:
     if rtts:
         mean_rtt, sd = precise or (statistics.fmean(rtts), statistics.pstdev(rtts))
         meas |= {"rtt_mean_seconds": mean_rtt, "rtt_stddev_seconds": sd}
-        bound = rtt_bound(want.rtt_seconds, sd, len(rtts))
-        if abs(mean_rtt - want.rtt_seconds) > bound:
-            out["failures"].append(f"RTT {mean_rtt * 1e3:.3f} ms, configured {want.rtt_seconds * 1e3:.3f} ms "
+        base = measure_base(lab, p, want) if want.rtt_seconds else None
+        base_mean, base_sd, base_n = base or (0.0, 0.0, 0)
+        if base:
+            meas |= {"rtt_base_seconds": base_mean, "rtt_added_seconds": mean_rtt - base_mean}
+        bound = rtt_bound(want.rtt_seconds, sd, len(rtts), (base_sd, base_n))
+        if abs(mean_rtt - base_mean - want.rtt_seconds) > bound:
+            on = f" on the path's own {base_mean * 1e3:.3f} ms" if base else ""
+            out["failures"].append(f"RTT {mean_rtt * 1e3:.3f} ms{on}, configured {want.rtt_seconds * 1e3:.3f} ms "
                                    f"(bound ±{bound * 1e3:.3f} ms)")  # fmt: skip
     else:
         out["failures"].append(f"no echo replies from {p.dst_ip} in {sent} requests")
@@ -260,7 +296,8 @@ def summarize(res: dict[str, Any]) -> str:
     c, m = res.get("configured", {}), res.get("measured", {})
     parts = []
     if m.get("rtt_mean_seconds") is not None:
-        parts.append(f"RTT {m['rtt_mean_seconds'] * 1e3:.2f} ms (conf. {c['rtt_seconds'] * 1e3:.2f})")
+        base = f" on a base of {m['rtt_base_seconds'] * 1e3:.2f}" if m.get("rtt_base_seconds") is not None else ""
+        parts.append(f"RTT {m['rtt_mean_seconds'] * 1e3:.2f} ms{base} (conf. {c['rtt_seconds'] * 1e3:.2f})")
     if m.get("sent"):
         parts.append(f"loss {m['loss_ratio']:.2%} (conf. {c['loss_ratio']:.2%})")
     if m.get("rate_bps") is not None:

@@ -30,13 +30,16 @@ def test_self_check_passes_a_faithful_link_and_catches_one_that_is_not(no_leftov
         m, c = ok["measured"], ok["configured"]
         assert c == {"rtt_seconds": 0.02, "jitter_seconds": 0.0, "loss_ratio": pytest.approx(0.02), "rate_bps": 20e6}
         assert m["sent"] >= 200 and m["loss_interval"][0] <= 0.02 <= m["loss_interval"][1]
+        # the delay is added to the path's own RTT, measured through the same mechanism holding nothing
+        assert 0 < m["rtt_base_seconds"] < 0.005 and m["rtt_added_seconds"] == pytest.approx(0.02, abs=0.001)
+        assert lab.current[("h1", "s1")] == lab.configured[("h1", "s1")]  # put back after the base measurement
         # Behind the orchestrator's back the link now does something else: the self-check must say so.
         lab.set_impairment(("h1", "s1"), "forward", impair.Impairment(delay="30ms", rate="15Mbit", loss="2%"))
         assert lab.configured[("h1", "s1")][0].delay == 0.02  # what the spec said is unchanged
         (bad,) = selfcheck.run_all(lab, log=lambda _: None)
         assert not bad["passed"]
         text = " ".join(bad["failures"])
-        rtt = float(re.search(r"RTT ([0-9.]+) ms, configured 20.000 ms", text).group(1))
+        rtt = float(re.search(r"RTT ([0-9.]+) ms on the path's own [0-9.]+ ms, configured 20.000 ms", text).group(1))
         rate = float(re.search(r"rate ([0-9.]+) Mbit/s, configured 20.000 Mbit/s", text).group(1))
         assert 29.5 < rtt < 31.5 and 14.5 < rate < 15.5, bad["failures"]  # what the link does now
 

@@ -151,3 +151,7 @@ def test_self_check_rtt_bound_allows_for_the_mean_of_a_jittered_path():
     # 1 ms of jitter over 1000 pings: the mean's standard error is 0.032 ms, 3 of them added
     assert rtt_bound(0.010, 0.001, 1000) == pytest.approx(0.0005 + 3 * 0.001 / 1000**0.5)
     assert rtt_bound(0.010, 0.001, 1) == pytest.approx(0.0005)
+    # the path's base RTT is a mean of its own: the difference's standard error has both
+    assert rtt_bound(0.010, 0.001, 1000, (0.0002, 200)) == pytest.approx(
+        0.0005 + 3 * (0.001**2 / 1000 + 0.0002**2 / 200) ** 0.5
+    )
