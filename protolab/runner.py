@@ -32,7 +32,7 @@ from .exporter import FaultExporter
 from .lab import Lab
 from .shell import run
 from .spec import Measurement, NodeSpec, Plan, Point
-from .workloads import RUNNERS
+from .workloads import runner_for
 
 log = logging.getLogger(__name__)
 RESULTS = Path(__file__).resolve().parent.parent / "results"
@@ -53,7 +53,7 @@ def phase_window(t0: float, runners: list[Any], warmup: float, seconds: float) -
     end. A task whose traffic began late says so with `started` (an iperf3 UDP test restarted after its one-datagram
     handshake was lost on a lossy link: seconds late, so a window from the phase's start saw no traffic at all);
     the latest such start moves the window with it."""
-    late = max([r.started - t0 for r in runners if getattr(r, "started", None) is not None] + [0.0])
+    late = max([r.started - t0 for r in runners if r.started is not None] + [0.0])
     return t0 + late + warmup, t0 + late + seconds
 
 
@@ -88,7 +88,7 @@ def _scrape_ports(points: list[Point]) -> dict[str, list[int]]:
     for p in points:
         for phase in p.experiment.phases:
             for t in phase.tasks:
-                for node, ports in (t.scrape_ports() if hasattr(t, "scrape_ports") else {}).items():
+                for node, ports in t.scrape_ports().items():
                     out[node] = sorted({*out.get(node, []), *ports})
     return out
 
@@ -319,7 +319,7 @@ class ExperimentRun:
         before = guard.snapshot(unshaped, lab_pids)
         windows = []
         for phase in ex.phases:
-            runners = [RUNNERS.get(t.kind)(t, lab) for t in phase.tasks]
+            runners = [runner_for(t, lab) for t in phase.tasks]
             for r in runners:
                 r.prepare()
             phase_seconds = max(t.duration for t in phase.tasks)
@@ -349,9 +349,8 @@ class ExperimentRun:
                                        {"point": point.id, "repetition": rep, "phase": phase.name, "task": t.name,
                                         "kind": t.kind, "figures": figures})  # fmt: skip
                 row.update(figures)
-                if hasattr(r, "fault_edges"):  # probes that can see outages compare them with the events
-                    row.update(r.fault_edges(done))
-                for series, ts, value in r.series() if hasattr(r, "series") else []:
+                row.update(r.fault_edges(done))  # probes that can see outages compare them with the events
+                for series, ts, value in r.series():
                     raw.write(point.id, rep, phase.name, series, {}, ts, value)
             # a task that began late (an iperf3 handshake retried on a lossy link: seconds) moves the window with it
             late = max([r.started - t0 for r in runners if getattr(r, "started", None) is not None] + [0.0])

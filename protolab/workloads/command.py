@@ -14,10 +14,10 @@ from typing import Any, Literal
 
 from pydantic import Field
 
-from . import RUNNERS, TaskModel, task_model
+from .base import TaskModel, WorkloadError, WorkloadRunner, workload
 
 
-@task_model("command")
+@workload("command", runner="protolab.workloads.command:CommandRunner")
 class CommandTask(TaskModel):
     kind: Literal["command"]
     node: str = Field(..., description="host the command runs on")
@@ -31,14 +31,11 @@ class CommandTask(TaskModel):
         return [f"{self.name}_exit_code_total", f"{self.name}_elapsed_seconds"]
 
 
-class CommandRunner:
+class CommandRunner(WorkloadRunner[CommandTask]):
     def __init__(self, task: CommandTask, lab: Any) -> None:
-        self.task, self.lab = task, lab
+        super().__init__(task, lab)
         self.code: int | None = None
         self.elapsed: float | None = None
-
-    def prepare(self) -> None:
-        pass
 
     def run(self) -> None:
         t = self.task
@@ -46,12 +43,9 @@ class CommandRunner:
         self.code, out, err = self.lab.exec(t.node, t.command)
         self.elapsed = time.monotonic() - t0
         if t.check and self.code != 0:
-            raise RuntimeError(f"task {t.name}: `{' '.join(t.command)}` on {t.node} exited {self.code}: "
+            raise WorkloadError(f"task {t.name}: `{' '.join(t.command)}` on {t.node} exited {self.code}: "
                                f"{(err or out).strip()[-300:]}")  # fmt: skip
 
     def result(self) -> dict[str, float | None]:
         n = self.task.name
         return {f"{n}_exit_code_total": self.code, f"{n}_elapsed_seconds": self.elapsed}
-
-
-RUNNERS.register("command", CommandRunner)

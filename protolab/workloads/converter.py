@@ -43,7 +43,7 @@ from pydantic import Field, model_validator
 
 from .. import naming
 from ..units import Bytes, Seconds
-from . import TaskModel, task_model
+from .base import TaskModel, workload
 
 COLUMNS = (
     "host_cpu_ratio",
@@ -82,7 +82,7 @@ def parse_load(text: str) -> float:
 SEGMENTS = ("host_link", "c1_router", "c1_c2", "c2_host")  # the util_<segment>_ratio columns
 
 
-@task_model("converter")
+@workload("converter", runner="protolab.workloads.converter_runner:ConverterRunner")
 class ConverterTask(TaskModel):
     kind: Literal["converter"]
     router: str = Field("r1", description="the WAN router: runs the outside message source and sink")

@@ -18,7 +18,6 @@ left out.
 
 from __future__ import annotations
 
-import json
 import threading
 import time
 import urllib.request
@@ -30,7 +29,7 @@ from .. import naming
 from ..shell import run as sh
 from ..topo import Topology
 from ..units import format_rate
-from . import RUNNERS
+from .base import WorkloadError, WorkloadRunner, json_report
 from .converter import COLUMNS, SEGMENTS, ConverterTask
 
 LEAD = 3.0  # C_1/C_2 run this much longer than the sources: their start-up, before the sources begin
@@ -349,9 +348,9 @@ def priority_loss(roles: Roles, reports: dict[str, dict[str, Any]]) -> float | N
 
 
 # -- the runner -----------------------------------------------------------------------------------------------
-class ConverterRunner:
+class ConverterRunner(WorkloadRunner[ConverterTask]):
     def __init__(self, task: ConverterTask, lab: Any) -> None:
-        self.task, self.lab = task, lab
+        super().__init__(task, lab)
         self.topology: Topology = lab.topology if lab is not None else None  # type: ignore[assignment]
         self.roles = Roles.of(self.topology, task.router) if lab is not None else None
         self.reports: dict[str, dict[str, Any]] = {}
@@ -382,7 +381,7 @@ class ConverterRunner:
             for node in list(pending):
                 if node in self._outs:
                     code, out, err = self._outs[node]
-                    raise RuntimeError(f"converter task {self.task.name}: {node} exited {code}: {(err or out)[-400:]}")
+                    raise WorkloadError(f"converter task {self.task.name}: {node} exited {code}: {(err or out)[-400:]}")
                 url = f"http://{self.lab.nodes[node].mgmt_ip}:{naming.CONVERTER_PORT}/metrics"
                 try:
                     with urllib.request.urlopen(url, timeout=0.5):
@@ -391,7 +390,7 @@ class ConverterRunner:
                     pass
             time.sleep(0.1)
         if pending:
-            raise RuntimeError(f"converter task {self.task.name}: {pending} did not come up in {READY_TIMEOUT:g}s")
+            raise WorkloadError(f"converter task {self.task.name}: {pending} did not come up in {READY_TIMEOUT:g}s")
 
     def prepare(self) -> None:
         assert self.roles is not None
@@ -418,21 +417,11 @@ class ConverterRunner:
         for node in self.roles.all():
             self._threads[node].join(timeout=t.duration + LEAD + t.tail + 30)
             if node not in self._outs:
-                raise RuntimeError(f"converter task {t.name}: {node} did not finish")
+                raise WorkloadError(f"converter task {t.name}: {node} did not finish")
         for node in self.roles.all():
             code, out, err = self._outs[node]
-            self.reports[node] = _parse(out, f"converter task {t.name}: {self.cmds[node][0]} on {node}", code, err)
+            self.reports[node] = json_report(out, f"converter task {t.name}: {self.cmds[node][0]} on {node}", code, err)
 
     def result(self) -> dict[str, float | None]:
         assert self.roles is not None and self.before is not None and self.after is not None
         return columns(self.task, self.topology, self.roles, self.reports, self.before, self.after, self.lab.cpus)
-
-
-def _parse(out: str, what: str, code: int, err: str) -> dict[str, Any]:
-    lines = [ln for ln in out.splitlines() if ln.startswith("{")]
-    if code != 0 or not lines:
-        raise RuntimeError(f"{what}: exit {code}: {(err or out).strip()[-400:]}")
-    return json.loads(lines[-1])
-
-
-RUNNERS.register("converter", ConverterRunner)

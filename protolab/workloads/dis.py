@@ -31,7 +31,7 @@ from pydantic import Field, model_validator
 
 from .. import naming
 from ..units import Bytes, Seconds
-from . import TaskModel, task_model
+from .base import TaskModel, workload
 
 COLUMNS = (
     "messages_per_second",
@@ -50,7 +50,7 @@ COLUMNS = (
 )
 
 
-@task_model("dis")
+@workload("dis", runner="protolab.workloads.dis_runner:DisRunner")
 class DisTask(TaskModel):
     kind: Literal["dis"]
     sender: str = Field(..., description="host running `protolab-dishost send`")

@@ -12,14 +12,13 @@ up new targets only every 5 s, longer than a short sender lives).
 
 from __future__ import annotations
 
-import json
 import threading
 import time
 from typing import Any
 
 from .. import naming
 from ..shell import run as sh
-from . import RUNNERS
+from .base import WorkloadError, WorkloadRunner, json_report
 from .dis import COLUMNS, DisTask
 
 TAIL = 1.0  # the receiver listens this long after the sender's duration
@@ -27,9 +26,9 @@ RECV_METRICS_PORT = naming.DIS_PORT
 SEND_METRICS_PORT = naming.DIS_PORT + 1
 
 
-class DisRunner:
+class DisRunner(WorkloadRunner[DisTask]):
     def __init__(self, task: DisTask, lab: Any) -> None:
-        self.task, self.lab = task, lab
+        super().__init__(task, lab)
         self.ready = f"/tmp/protolab-dishost-{task.name}.ready"
         self._recv_out: tuple[int, str, str] | None = None
         self._thread: threading.Thread | None = None
@@ -100,11 +99,11 @@ class DisRunner:
         while time.monotonic() < deadline:
             if self._recv_out is not None:
                 code, out, err = self._recv_out
-                raise RuntimeError(f"dis task {t.name}: receiver on {t.receiver} exited {code}: {(err or out)[-300:]}")
+                raise WorkloadError(f"dis task {t.name}: receiver on {t.receiver} exited {code}: {(err or out)[-300:]}")
             if self.lab.exec(t.receiver, ["test", "-f", self.ready])[0] == 0:
                 return
             time.sleep(0.1)
-        raise RuntimeError(f"dis task {t.name}: receiver on {t.receiver} did not join its groups in time")
+        raise WorkloadError(f"dis task {t.name}: receiver on {t.receiver} did not join its groups in time")
 
     def run(self) -> None:
         t = self.task
@@ -118,13 +117,13 @@ class DisRunner:
         if self.loopback:
             cmd += ["--dest", "127.0.0.1"]
         code, out, err = self.lab.exec(t.sender, cmd)
-        self.sender_report = _parse(out, f"dis sender {t.name} on {t.sender}", code, err)
+        self.sender_report = json_report(out, f"dis sender {t.name} on {t.sender}", code, err)
         assert self._thread is not None
         self._thread.join(timeout=TAIL + 30)
         if self._recv_out is None:
-            raise RuntimeError(f"dis task {t.name}: receiver on {t.receiver} did not finish")
+            raise WorkloadError(f"dis task {t.name}: receiver on {t.receiver} did not finish")
         code, out, err = self._recv_out
-        self.receiver_report = _parse(out, f"dis receiver {t.name} on {t.receiver}", code, err)
+        self.receiver_report = json_report(out, f"dis receiver {t.name} on {t.receiver}", code, err)
 
     def result(self) -> dict[str, float | None]:
         return columns(self.task, self.sender_report, self.receiver_report, self.loopback)
@@ -155,13 +154,3 @@ def columns(t: DisTask, sent: dict[str, Any], recv: dict[str, Any], loopback: bo
     }
     assert set(vals) == set(COLUMNS)
     return {f"{t.name}_{k}": v for k, v in vals.items()}
-
-
-def _parse(out: str, what: str, code: int, err: str) -> dict[str, Any]:
-    lines = [ln for ln in out.splitlines() if ln.startswith("{")]
-    if code != 0 or not lines:
-        raise RuntimeError(f"{what}: exit {code}: {(err or out).strip()[-300:]}")
-    return json.loads(lines[-1])
-
-
-RUNNERS.register("dis", DisRunner)

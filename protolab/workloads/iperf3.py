@@ -14,10 +14,10 @@ from typing import Literal
 from pydantic import Field, model_validator
 
 from ..units import BitsPerSecond, Bytes
-from . import TaskModel, task_model
+from .base import TaskModel, workload
 
 
-@task_model("iperf3")
+@workload("iperf3", runner="protolab.workloads.iperf3_runner:Iperf3Runner")
 class Iperf3Task(TaskModel):
     kind: Literal["iperf3"]
     client: str = Field(..., description="sending host")

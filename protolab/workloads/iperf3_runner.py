@@ -6,28 +6,26 @@ client's. A failing iperf3 raises with its own error text.
 
 from __future__ import annotations
 
-import json
 import threading
 import time
 from typing import Any
 
-from . import RUNNERS
+from .base import WorkloadError, WorkloadRunner, json_report
 from .iperf3 import Iperf3Task
 
 HANDSHAKE_ERROR = "unable to read from stream socket"
 UDP_HANDSHAKE_RETRIES = 2
 
 
-class Iperf3Runner:
+class Iperf3Runner(WorkloadRunner[Iperf3Task]):
     def __init__(self, task: Iperf3Task, lab: Any, address: str | None = None) -> None:
-        self.task, self.lab = task, lab
+        super().__init__(task, lab)
         self.address = address  # the server's address to use (default: its first interface's)
         self._server_out: tuple[int, str, str] | None = None
         self._server_thread: threading.Thread | None = None
         self.client_report: dict[str, Any] = {}
         self.server_report: dict[str, Any] = {}
         self.retries = 0
-        self.started: float | None = None  # wall time the attempt that ran began (after any handshake retry)
 
     def prepare(self) -> None:
         t = self.task
@@ -40,7 +38,7 @@ class Iperf3Runner:
         wait = f"for i in $(seq 100); do ss -Hltn 'sport = :{t.port}' | grep -q . && exit 0; sleep 0.05; done; exit 1"
         code, _, _ = self.lab.exec(t.server, ["sh", "-c", wait])
         if code != 0:
-            raise RuntimeError(f"iperf3 task {t.name}: server on {t.server} did not listen on port {t.port}")
+            raise WorkloadError(f"iperf3 task {t.name}: server on {t.server} did not listen on port {t.port}")
 
     def _restart_server(self) -> None:
         if self._server_thread is not None:
@@ -98,9 +96,10 @@ class Iperf3Runner:
             code, out, err = self.lab.exec(t.client, cmd)
             watch.set()
             try:
-                self.client_report = _parse(out, f"iperf3 client {t.name} on {t.client}", code, err)
+                what = f"iperf3 client {t.name} on {t.client}"
+                self.client_report = json_report(out, what, code, err, check_exit=False)
                 break
-            except RuntimeError as exc:
+            except WorkloadError as exc:
                 # iperf3 3.12 opens a UDP test with one datagram each way and no retry: on a lossy link that
                 # exchange itself can be lost. Start again (counted), rather than lose the measurement.
                 if t.protocol != "udp" or attempt == UDP_HANDSHAKE_RETRIES or HANDSHAKE_ERROR not in str(exc):
@@ -110,9 +109,9 @@ class Iperf3Runner:
         assert self._server_thread is not None
         self._server_thread.join(timeout=t.duration + 30)
         if self._server_out is None:
-            raise RuntimeError(f"iperf3 task {t.name}: server on {t.server} did not finish")
+            raise WorkloadError(f"iperf3 task {t.name}: server on {t.server} did not finish")
         scode, sout, serr = self._server_out
-        self.server_report = _parse(sout, f"iperf3 server {t.name} on {t.server}", scode, serr)
+        self.server_report = json_report(sout, f"iperf3 server {t.name} on {t.server}", scode, serr, check_exit=False)
 
     def result(self) -> dict[str, float | None]:
         t, end = self.task, self.server_report.get("end", {})
@@ -134,16 +133,3 @@ class Iperf3Runner:
             f"{t.name}_goodput_bits_per_second": received.get("bits_per_second"),
             f"{t.name}_retransmits_total": sent.get("retransmits"),
         }
-
-
-def _parse(out: str, what: str, code: int, err: str) -> dict[str, Any]:
-    try:
-        report = json.loads(out)
-    except json.JSONDecodeError:
-        raise RuntimeError(f"{what}: exit {code}, no JSON report: {(err or out).strip()[:300]}") from None
-    if report.get("error"):
-        raise RuntimeError(f"{what}: {report['error']}")
-    return report
-
-
-RUNNERS.register("iperf3", Iperf3Runner)

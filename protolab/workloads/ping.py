@@ -19,10 +19,10 @@ from typing import Literal
 from pydantic import Field, model_validator
 
 from ..units import Bytes, Seconds
-from . import TaskModel, task_model
+from .base import TaskModel, workload
 
 
-@task_model("ping")
+@workload("ping", runner="protolab.workloads.ping_runner:PingRunner")
 class PingTask(TaskModel):
     kind: Literal["ping"]
     client: str = Field(..., description="host that sends the echo requests")

@@ -8,7 +8,7 @@ import statistics
 from dataclasses import dataclass
 from typing import Any
 
-from . import RUNNERS
+from .base import WorkloadError, WorkloadRunner
 from .ping import PingTask
 
 _REPLY = re.compile(r"^\[(\d+\.\d+)\] \d+ bytes from \S+: icmp_seq=(\d+) ttl=\d+ time=([\d.]+) ms(.*)$", re.M)
@@ -125,15 +125,12 @@ def _quantile(sorted_values: list[float], q: float) -> float:
     return sorted_values[lo] + (sorted_values[hi] - sorted_values[lo]) * (pos - lo)
 
 
-class PingRunner:
+class PingRunner(WorkloadRunner[PingTask]):
     def __init__(self, task: PingTask, lab: Any) -> None:
-        self.task, self.lab = task, lab
+        super().__init__(task, lab)
         self.sent = 0
         self.echoes: list[Echo] = []
         self.summary: tuple[float, float] | None = None
-
-    def prepare(self) -> None:
-        pass
 
     def run(self) -> None:
         t = self.task
@@ -143,7 +140,7 @@ class PingRunner:
         cmd += ["-s", str(t.size), "-W", f"{max(1, math.ceil(t.timeout))}", self.lab.ip(t.server)]
         code, out, err = self.lab.exec(t.client, cmd)
         if code not in (0, 1):  # 1: some requests unanswered, which is a measurement, not an error
-            raise RuntimeError(f"ping task {t.name} on {t.client}: exit {code}: {(err or out).strip()[-300:]}")
+            raise WorkloadError(f"ping task {t.name} on {t.client}: exit {code}: {(err or out).strip()[-300:]}")
         self.sent, self.echoes = parse(out)
         self.summary = summary(out)
 
@@ -176,6 +173,3 @@ class PingRunner:
     def series(self) -> list[tuple[str, float, float]]:
         """(series name, unix time, value): every answered request's RTT at its send time."""
         return [(f"{self.task.name}_rtt_seconds", e.sent, e.rtt) for e in self.echoes]
-
-
-RUNNERS.register("ping", PingRunner)

@@ -1,0 +1,138 @@
+"""The workload contract: a task model (what the spec says) and a runner (how it runs in a lab).
+
+A kind is registered once, on its task model: `@workload("ping", runner="protolab.workloads.ping_runner:PingRunner")`.
+The spec imports task models only; the runner's module is imported when a phase first needs it.
+"""
+
+from __future__ import annotations
+
+import importlib
+import json
+from dataclasses import dataclass
+from typing import Any, Generic, Protocol, TypeVar
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from ..errors import ProtolabError
+from ..registry import Registry
+from ..units import Seconds
+
+
+class WorkloadError(ProtolabError):
+    """A workload's tool failed or gave no report; the phase (and the run) stops with this message."""
+
+
+class TaskModel(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    name: str = Field(..., pattern=r"^[a-z][a-z0-9_]*$", description="column prefix for its results")
+    duration: Seconds
+
+    def nodes(self) -> list[str]:
+        """Hosts the task runs on (validated against the topology)."""
+        raise NotImplementedError
+
+    def columns(self) -> list[str]:
+        """Tidy columns this task produces (`<task>_<quantity>_<unit>`)."""
+        raise NotImplementedError
+
+    def scrape_ports(self) -> dict[str, list[int]]:
+        """Ports of the task's processes with their own /metrics, per node ("*": every node)."""
+        return {}
+
+
+class LabAPI(Protocol):
+    """What a runner may use of a running lab (protolab.lab.Lab)."""
+
+    topology: Any
+    nodes: dict[str, Any]
+    cpus: dict[str, float | None]
+    net: Any
+
+    def exec(self, node: str, cmd: list[str], timeout: float | None = None) -> tuple[int, str, str]: ...
+
+    def ip(self, node: str, intf: int = 0) -> str: ...
+
+
+T = TypeVar("T", bound=TaskModel)
+
+
+class WorkloadRunner(Generic[T]):
+    """prepare() before the phase starts, run() in its own thread for the phase, result() after it."""
+
+    def __init__(self, task: T, lab: LabAPI) -> None:
+        self.task, self.lab = task, lab
+        self.started: float | None = None  # unix time traffic began, when later than the phase's start
+
+    def prepare(self) -> None:
+        """Start servers and listeners; returns when they are ready."""
+
+    def run(self) -> None:
+        raise NotImplementedError
+
+    def result(self) -> dict[str, float | None]:
+        """The task's columns (TaskModel.columns) with their values."""
+        raise NotImplementedError
+
+    def fault_edges(self, events: list[Any]) -> dict[str, float | None]:
+        """Columns comparing what the task saw with the phase's fault events (e.g. outage edges)."""
+        return {}
+
+    def series(self) -> list[tuple[str, float, float]]:
+        """Raw (series, unix time, value) samples for timeline plots."""
+        return []
+
+    def raw(self) -> dict[str, str]:
+        """The tools' own outputs by name, kept under the run's raw/ folder."""
+        return {}
+
+
+@dataclass(frozen=True)
+class Workload:
+    kind: str
+    model: type[TaskModel]
+    runner: str  # "module:Class", imported on first use
+
+    def runner_class(self) -> type[WorkloadRunner[Any]]:
+        module, _, name = self.runner.partition(":")
+        return getattr(importlib.import_module(module), name)
+
+
+WORKLOADS: Registry[Workload] = Registry("workload")
+TASK_MODELS: dict[str, type[TaskModel]] = {}  # kind -> task model, for the spec's discriminated union
+
+
+def workload(kind: str, runner: str):
+    """Register a task model and (by name) its runner as the workload `kind`."""
+
+    def deco(cls: type[TaskModel]) -> type[TaskModel]:
+        WORKLOADS.register(kind, Workload(kind, cls, runner))
+        TASK_MODELS[kind] = cls
+        return cls
+
+    return deco
+
+
+def runner_for(task: TaskModel, lab: LabAPI) -> WorkloadRunner[Any]:
+    return WORKLOADS.get(task.kind).runner_class()(task, lab)  # type: ignore[attr-defined]
+
+
+def json_report(out: str, what: str, code: int, err: str, check_exit: bool = True) -> dict[str, Any]:
+    """A tool's JSON report: its whole output (iperf3 -J), else its last line that is a JSON object (agents
+    log before it). A report with an "error" field, no report, or (with check_exit) a non-zero exit status
+    raise WorkloadError with the tool's last words."""
+    report: Any = None
+    try:
+        report = json.loads(out)
+    except json.JSONDecodeError:
+        lines = [ln for ln in out.splitlines() if ln.startswith("{")]
+        if lines:
+            try:
+                report = json.loads(lines[-1])
+            except json.JSONDecodeError:
+                report = None
+    if isinstance(report, dict) and report.get("error"):
+        raise WorkloadError(f"{what}: {report['error']}")
+    if not isinstance(report, dict) or (check_exit and code != 0):
+        raise WorkloadError(f"{what}: exit {code}, no JSON report: {(err or out).strip()[-400:]}")
+    return report
