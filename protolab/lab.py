@@ -31,6 +31,7 @@ import docker.errors
 from . import firewall, impair, naming, ownership
 from .errors import ExecTimeoutError, ProtolabError
 from .impair import Endpoint, Impairment, LinkImpairment
+from .linkstate import LinkState
 from .ownership import Ledger
 from .shell import CommandError, run
 from .topo import Topology
@@ -193,7 +194,6 @@ class Lab:
     client: Any = None
     nodes: dict[str, NodeRuntime] = field(default_factory=dict)
     net: Any = None
-    shaped_interfaces: set[str] = field(default_factory=set)
     actions: list[str] = field(default_factory=list)
     timings: dict[str, float] = field(default_factory=dict)
     owned: dict[str, bool] = field(default_factory=dict)  # shared things this lab created and so removes
@@ -203,9 +203,7 @@ class Lab:
     backend: impair.Backend | None = None  # None: probe and choose at deploy ('auto')
     backend_probe: dict[str, tuple[bool, str]] = field(default_factory=dict)
     link_ends: dict[tuple[str, str], tuple[Endpoint, Endpoint]] = field(default_factory=dict)
-    applied: list[dict[str, Any]] = field(default_factory=list)  # what each direction of each link got
-    current: dict[tuple[str, str], tuple[Impairment, str]] = field(default_factory=dict)
-    configured: dict[tuple[str, str], tuple[Impairment, str]] = field(default_factory=dict)
+    links: LinkState | None = None  # each link's impairments and cable, once deployed
 
     def __post_init__(self) -> None:
         self.client = self.client or docker.from_env()
@@ -367,79 +365,44 @@ class Lab:
                 self.ledger.process(node.shell.pid)
 
     def _impair(self) -> None:
-        """Shape every link's rate and apply the spec's impairments, per direction, with one backend."""
+        """Shape every link's rate and apply the spec's impairments (validated by the spec) per direction."""
         wanted: dict[tuple[str, str], tuple[Impairment, str]] = {}
         for lk in self.topology.links:
             if lk.rate_bps:
                 base = Impairment(rate=format_rate(lk.rate_bps))
                 wanted[(lk.node1, lk.node2)] = (base, "sender")
                 wanted[(lk.node2, lk.node1)] = (base, "sender")
-        pairs = set(self.link_ends) | {(b, a) for a, b in self.link_ends}
-        hubs = {sw.name for sw in self.topology.switches if sw.mode == "hub"}
         for item in self.impairments:
-            if why := item.hub_conflict(hubs):
-                raise ValueError(f"impairment on {list(item.link)}: {why}")
             given = {k: getattr(item, k) for k in item.model_fields_set if k not in ("link", "direction", "at")}
             for d in item.directions():
-                if d not in pairs:
-                    raise ValueError(f"impairment on {list(item.link)}: no link between {d[0]} and {d[1]}")
                 base = wanted.get(d, (Impairment(), item.at))[0]
                 wanted[d] = (base.model_copy(update=given), item.at)
-        self.configured = dict(wanted)
         if self.backend is None:
             self.backend, self.backend_probe = impair.choose("auto")
-        with ThreadPoolExecutor(max_workers=8) as pool:  # independent interfaces: in parallel
-            for f in [pool.submit(self._apply_direction, a, b, imp, at) for (a, b), (imp, at) in wanted.items()]:
-                f.result()
-
-    def _ends(self, a: str, b: str) -> tuple[Endpoint, Endpoint]:
-        """(sender, receiver) endpoints of the direction a -> b."""
-        if (a, b) in self.link_ends:
-            return self.link_ends[(a, b)]
-        receiver, sender = self.link_ends[(b, a)]
-        return sender, receiver
+        self.links = LinkState(self.link_ends, self.backend, self.ledger)
+        self.links.configure(wanted)
 
     def set_impairment(self, link: tuple[str, str], direction: str, change: Impairment | None) -> None:
-        """A step change: the given fields replace the current ones of that link's direction(s)."""
-        a, b = link
-        dirs = {"both": [(a, b), (b, a)], "forward": [(a, b)], "reverse": [(b, a)]}[direction]
-        given = {k: getattr(change, k) for k in (change.model_fields_set if change else set())}
-        for d in dirs:
-            imp, at = self.current.get(d, (Impairment(), "sender"))
-            self._apply_direction(*d, imp.model_copy(update=given), at)
+        """A step change (protolab.linkstate.LinkState.step)."""
+        assert self.links is not None
+        self.links.step(link, direction, change)
 
-    def replace_impairment(self, a: str, b: str, imp: Impairment, at: str) -> None:
-        """Direction a -> b does exactly `imp` from now on (the self-check's pass-through, and its undoing)."""
-        self._apply_direction(a, b, imp, at)
+    # read-only views of the link state (protolab.linkstate owns it)
+    @property
+    def configured(self) -> dict[tuple[str, str], tuple[Impairment, str]]:
+        return self.links.configured if self.links else {}
 
-    def reset_impairments(self) -> None:
-        """Back to the configured impairments (after a phase's step changes)."""
-        for d in set(self.current) - set(self.configured):
-            impair.clear(*self._ends(*d))
-            del self.current[d]
-        for d, (imp, at) in self.configured.items():
-            if self.current.get(d) != (imp, at):
-                self._apply_direction(*d, imp, at)
+    @property
+    def current(self) -> dict[tuple[str, str], tuple[Impairment, str]]:
+        return self.links.current if self.links else {}
 
-    def _apply_direction(self, a: str, b: str, imp: Impairment, at: str) -> None:
-        if self.backend is None:
-            self.backend, self.backend_probe = impair.choose("auto")
-        sender, receiver = self._ends(a, b)
-        if at == "receiver" and receiver.pid is None and self.ledger is not None:
-            self.ledger.link(impair.ifb_for(receiver).intf)  # an IFB in the root namespace
-        prev = self.current.get((a, b))
-        if prev is not None:
-            if prev[1] == at and self.backend.change(sender, receiver, prev[0], imp, at):
-                self.current[(a, b)] = (imp, at)
-                return
-            impair.clear(sender, receiver)
-        self.current[(a, b)] = (imp, at)
-        if not imp.shaping_only() or imp.rate:
-            done = self.backend.apply(sender, receiver, imp, at)
-            self.shaped_interfaces.update({sender.intf, receiver.intf})
-            config = imp.model_dump(mode="json", exclude_defaults=True)
-            self.applied.append({"from": a, "to": b, "at": at, "backend": self.backend.name, "impairment": config,
-                                 "commands": done})  # fmt: skip
+    @property
+    def applied(self) -> list[dict[str, Any]]:
+        return self.links.applied if self.links else []
+
+    @property
+    def shaped_interfaces(self) -> set[str]:
+        return self.links.shaped_interfaces if self.links else set()
 
     def _configure_hosts(self) -> None:
         for h in self.topology.hosts:

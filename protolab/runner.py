@@ -30,7 +30,6 @@ from . import environment, faults, guard, impair, monitor, naming, ownership, se
 from .errors import EXIT_INTERRUPTED, EXIT_INVALID, EXIT_OK, TaskHungError
 from .exporter import FaultExporter
 from .lab import Lab
-from .shell import run
 from .spec import Measurement, NodeSpec, Plan, Point
 from .workloads import runner_for
 
@@ -390,10 +389,8 @@ class ExperimentRun:
     def _end_faults(self, point: Point, rep: int, phase: str, schedule: Any, lab: Lab, row: dict[str, Any]) -> list:
         """Stop the schedule, put every link back as configured, and record what happened when."""
         events = schedule.stop()
-        for ends in lab.link_ends.values():
-            end = faults.cut_end(ends)
-            run(end.cmd("ip", "link", "set", "dev", end.intf, "up"), check=False)
-        lab.reset_impairments()
+        for f in lab.links.restore():
+            self.invalid.append(f"{point.id} rep {rep}: after the faults: {f}")
         self.exporter.clear()
         errors = []
         for ev in events:

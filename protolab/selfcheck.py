@@ -148,7 +148,7 @@ def _udp(lab: Any, p: ProbePath, rate: float, length: int, seconds: float, port:
 def measure_rate(lab: Any, p: ProbePath, want: Expected) -> tuple[float | None, str]:
     """Transmit rate of the shaping device of the spec-rated direction, over the stream's steady part."""
     assert want.rate_bps and want.rated
-    sender, receiver = lab._ends(*want.rated)
+    sender, receiver = lab.links.ends(*want.rated)
     at = lab.configured.get(want.rated, (None, "sender"))[1]
     dev = sender if at == "sender" else impair.ifb_for(receiver)
     seconds = math.ceil(2.0 + 4 * want.rtt_seconds)  # iperf3's control handshake takes RTTs before the stream starts
@@ -216,12 +216,12 @@ def measure_base(lab: Any, p: ProbePath, want: Expected) -> tuple[float, float, 
         return None
     try:
         for (a, b), (imp, at) in saved.items():
-            lab.replace_impairment(a, b, imp.model_copy(update=PASS_THROUGH), at)
+            lab.links.replace(a, b, imp.model_copy(update=PASS_THROUGH), at)
         quick = Expected(want.rate_bps, 0.0, 0.0, 0.0, False, want.rated)
         _sent, rtts, precise = measure_echo(lab, p, quick, count=PING_MIN_COUNT)
     finally:
         for (a, b), (imp, at) in saved.items():
-            lab.replace_impairment(a, b, imp, at)
+            lab.links.replace(a, b, imp, at)
     if not rtts:
         return None
     mean, sd = precise or (statistics.fmean(rtts), statistics.pstdev(rtts))

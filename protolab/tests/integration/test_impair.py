@@ -88,9 +88,9 @@ def _rtt_ms(lab: Lab, count: int = 10) -> float:
 def test_delay_and_its_step_change(name, link, no_leftovers):
     with _lab(_backend(name), {"link": link, "direction": "forward", "delay": "20ms"}) as lab:
         assert 19.5 < _rtt_ms(lab) < 22.5
-        lab.set_impairment(tuple(link), "forward", impair.Impairment(delay="50ms"))
+        lab.links.step(tuple(link), "forward", impair.Impairment(delay="50ms"))
         assert 49.5 < _rtt_ms(lab) < 52.5
-        lab.reset_impairments()
+        assert lab.links.restore() == []
         assert 19.5 < _rtt_ms(lab) < 22.5
 
 
