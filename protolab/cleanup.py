@@ -16,24 +16,14 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from . import naming, ownership
+from . import dockerhost, naming, ownership
 from .errors import DockerUnreachableError, LabBusyError
 from .ownership import Context, Ledger
 
 
 def _labelled(ctx: Context, remove: bool) -> list[str]:
     """Containers and networks carrying our label (any run's, ledger or not)."""
-    found = []
-    label = f"{naming.LABEL}=true"
-    for c in ctx.client.containers.list(all=True, filters={"label": label}):
-        found.append(f"container {c.name}")
-        if remove:
-            c.remove(force=True)
-    for n in ctx.client.networks.list(filters={"label": label}):
-        found.append(f"docker network {n.name}")
-        if remove:
-            ownership.REMOVERS["network"]({"name": n.name}, ctx, True)
-    return found
+    return dockerhost.labelled(ctx.client, [f"{naming.LABEL}=true"], remove)
 
 
 def _targets() -> Path:

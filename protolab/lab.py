@@ -28,7 +28,7 @@ from typing import Any
 import docker
 import docker.errors
 
-from . import firewall, impair, naming, ownership
+from . import dockerhost, firewall, impair, naming, ownership
 from .errors import ExecTimeoutError, ProtolabError
 from .impair import Endpoint, Impairment, LinkImpairment
 from .linkstate import LinkState
@@ -237,7 +237,7 @@ class Lab:
             raise ProtolabError("cannot remove what an earlier run left: " + "; ".join(failures))
         self._refuse_foreign()
         self.actions += firewall.ensure_bridged_forwarding(self.ledger)
-        ensure_mgmt_network(self.client, ledger=self.ledger)
+        dockerhost.ensure_mgmt_network(self.client, ledger=self.ledger)
         self._start_containers()
         t1 = time.monotonic()
         self._build_network()
@@ -282,7 +282,7 @@ class Lab:
             except docker.errors.NotFound:
                 pass
         for sw in self.topology.switches:
-            taken += [f"link {n}" for n in _links_with_prefix(naming.bridge_name(sw.name))]
+            taken += [f"link {n}" for n in dockerhost.links_with_prefix(naming.bridge_name(sw.name))]
         if taken:
             raise ProtolabError(
                 f"cannot deploy: {', '.join(taken)} exist(s) and no dead run's ledger lists them (another tool's, "
@@ -485,52 +485,4 @@ def exec_in(container: Any, cmd: list[str], timeout: float | None, where: str = 
     )
 
 
-def _links_with_prefix(prefix: str) -> list[str]:
-    out = run(["ip", "-o", "link", "show"], check=False)
-    names = []
-    for line in out.splitlines():
-        parts = line.split(":", 2)
-        if len(parts) > 1:
-            name = parts[1].strip().split("@")[0]
-            if name.startswith(prefix):
-                names.append(name)
-    return names
-
-
-def ensure_mgmt_network(client: Any, ledger: Ledger | None = None) -> Any:
-    """The management network: internal (no route out), labelled, shared by the agents and Prometheus;
-    recorded in `ledger` when this call makes it."""
-    try:
-        return client.networks.get(naming.MGMT_NETWORK)
-    except docker.errors.NotFound:
-        entry = ledger.add("network", name=naming.MGMT_NETWORK) if ledger else None
-        try:
-            return client.networks.create(naming.MGMT_NETWORK, driver="bridge", internal=True,
-                                          labels={naming.LABEL: "true"})  # fmt: skip
-        except docker.errors.APIError:
-            if ledger and entry:
-                ledger.gone(entry)
-            raise
-
-
-def remove_containers(client: Any, names: list[str]) -> list[str]:
-    """Force-remove the named containers (in parallel); return those that existed."""
-
-    def rm(name: str) -> str | None:
-        try:
-            client.containers.get(name).remove(force=True)
-            return name
-        except docker.errors.NotFound:
-            return None
-        except docker.errors.APIError as exc:
-            if "already in progress" in str(exc):
-                return name
-            raise
-
-    if not names:
-        return []
-    with ThreadPoolExecutor(max_workers=8) as pool:
-        return [n for n in pool.map(rm, names) if n]
-
-
-__all__ = ["Lab", "CommandError", "ensure_mgmt_network", "remove_containers", "node_classes"]
+__all__ = ["Lab", "CommandError", "node_classes"]

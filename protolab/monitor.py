@@ -28,7 +28,7 @@ from typing import Any
 
 import requests
 
-from . import naming
+from . import dockerhost, naming
 from .shell import CommandError, run
 
 REPO = Path(__file__).resolve().parent.parent
@@ -165,10 +165,9 @@ def up(client: Any, ledger: Any = None) -> bool:
     With Grafana: the dashboard URL and the admin login (the password itself only on a terminal, else the
     file it is in). Without it, one line saying so."""
     from . import ownership
-    from .lab import ensure_mgmt_network
 
     ledger = ledger or ownership.Ledger(ownership.MONITORING_LEDGER)
-    ensure_mgmt_network(client, ledger=ledger)
+    dockerhost.ensure_mgmt_network(client, ledger=ledger)
     if not any(e["kind"] == "compose" for e in ledger.entries()):
         ledger.add("compose", project=naming.COMPOSE_PROJECT)
     write_targets([])

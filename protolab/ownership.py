@@ -28,7 +28,7 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
-from . import hoststate, naming
+from . import dockerhost, hoststate, naming
 from .errors import DockerUnreachableError, LabBusyError
 from .results.store import JsonLog
 from .shell import ok, run
@@ -186,29 +186,6 @@ def _kill(pid: int, start: int | None) -> None:
 # -- removers: how each kind of object is found and removed --------------------------------------------------
 
 
-def docker_client() -> Any:
-    """A Docker client that answers, or DockerUnreachableError."""
-    import docker
-
-    try:
-        client = docker.from_env(timeout=20)
-        client.ping()
-        return client
-    except Exception as exc:  # docker.errors.DockerException, requests' ConnectionError, ...
-        raise DockerUnreachableError(str(exc).splitlines()[0][:200]) from None
-
-
-def _ifindex(name: str, netns_pid: int | None = None) -> int | None:
-    path = Path(f"/sys/class/net/{name}/ifindex")
-    if netns_pid is None:
-        try:
-            return int(path.read_text())
-        except (OSError, ValueError):
-            return None
-    out = run(["nsenter", "-t", str(netns_pid), "-n", "cat", str(path)], check=False).strip()
-    return int(out) if out.isdigit() else None
-
-
 class Context:
     """What removers share: a Docker client made on first use (DockerUnreachableError when it does not answer)."""
 
@@ -218,7 +195,7 @@ class Context:
     @property
     def client(self) -> Any:
         if self._client is None:
-            self._client = docker_client()
+            self._client = dockerhost.client()
         return self._client
 
 
@@ -243,40 +220,17 @@ def _container(entry: dict[str, Any], ctx: Context, remove: bool) -> bool:
 
 
 def _network(entry: dict[str, Any], ctx: Context, remove: bool) -> bool:
-    import docker.errors
-
-    try:
-        net = ctx.client.networks.get(entry["name"])
-    except docker.errors.NotFound:
-        return False
-    if net.attrs.get("Labels", {}).get(naming.LABEL) != "true":
-        return False
-    if remove:
-        net.reload()
-        for cid in net.attrs.get("Containers") or {}:
-            with contextlib.suppress(docker.errors.APIError):
-                net.disconnect(cid, force=True)
-        net.remove()
-    return True
+    return dockerhost.remove_network(ctx.client, entry["name"], remove)
 
 
 def _compose(entry: dict[str, Any], ctx: Context, remove: bool) -> bool:
     """The monitoring stack: containers and networks of the project that carry our label (never others')."""
     labels = [f"com.docker.compose.project={entry['project']}", f"{naming.LABEL}=true"]
-    found = False
-    for c in ctx.client.containers.list(all=True, filters={"label": labels}):
-        found = True
-        if remove:
-            c.remove(force=True)
-    for n in ctx.client.networks.list(filters={"label": labels}):
-        found = True
-        if remove:
-            _network({"name": n.name}, ctx, True)
-    return found
+    return bool(dockerhost.labelled(ctx.client, labels, remove))
 
 
 def _link(entry: dict[str, Any], _ctx: Context, remove: bool) -> bool:
-    index = _ifindex(entry["name"])
+    index = dockerhost.ifindex(entry["name"])
     if index is None or (entry.get("ifindex") is not None and index != entry["ifindex"]):
         return False  # gone, or a newer link of the same name that is not ours
     if remove:
@@ -409,7 +363,7 @@ class Ledger:
         """Attach each recorded link's ifindex (after the links were made)."""
         for e in self.entries(self.scope):
             if e["kind"] == "link" and e.get("ifindex") is None:
-                index = _ifindex(e["name"])
+                index = dockerhost.ifindex(e["name"])
                 if index is not None:
                     self.made(e, ifindex=index)
 

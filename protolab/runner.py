@@ -26,7 +26,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from . import environment, faults, guard, impair, monitor, naming, ownership, selfcheck, topo
+from . import dockerhost, environment, faults, guard, impair, monitor, naming, ownership, selfcheck, topo
 from .errors import EXIT_INTERRUPTED, EXIT_INVALID, EXIT_OK, TaskHungError
 from .exporter import FaultExporter
 from .lab import Lab
@@ -159,7 +159,7 @@ class ExperimentRun:
         from .results.store import FAULTS_LOG, ROWS, JsonLog, RunDir
 
         e = self.plan.base
-        client = ownership.docker_client()
+        client = dockerhost.client()
         images = {
             n: _image_id(client, n) for n in {s.image for p in self.plan.points for s in p.experiment.nodes.values()}
         }

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from protolab import hoststate, ownership
+from protolab import dockerhost, hoststate, ownership
 from protolab.errors import EXIT_BUSY, LabBusyError
 from protolab.results.salvage import finalize_orphan
 from protolab.results.store import JsonLog
@@ -113,7 +113,7 @@ def test_sweep_removes_in_order_reports_failures_and_keeps_them(monkeypatch):
 
 
 def test_a_link_of_the_same_name_made_later_is_not_ours(monkeypatch):
-    monkeypatch.setattr(ownership, "_ifindex", lambda name, netns_pid=None: 7)
+    monkeypatch.setattr(dockerhost, "ifindex", lambda name, netns_pid=None: 7)
     ran = []
     monkeypatch.setattr(ownership, "run", lambda cmd, **kw: ran.append(cmd))
     assert not ownership._link({"name": "plab-s1", "ifindex": 6}, None, True)

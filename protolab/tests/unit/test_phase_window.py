@@ -6,7 +6,7 @@ from protolab.runner import phase_window
 
 
 def test_window_starts_warmup_after_the_phase_when_every_task_began_on_time():
-    runners = [SimpleNamespace(started=100.05), SimpleNamespace(started=None)]  # the ping runner says nothing (WorkloadRunner.started)
+    runners = [SimpleNamespace(started=100.05), SimpleNamespace(started=None)]  # the ping runner says nothing
     assert phase_window(100.0, runners, 1.5, 4.0) == (101.55, 104.05)
 
 
