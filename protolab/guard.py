@@ -12,10 +12,10 @@ import json
 import os
 import time
 from dataclasses import dataclass, field
-from pathlib import Path
 
 import psutil
 
+from .hoststats import cgroup_cpu_seconds, softnet
 from .shell import run
 
 MAX_CPU_BUSY_RATIO = 0.95  # both cores nearly saturated: the workload competes with the emulation itself
@@ -40,40 +40,6 @@ class Snapshot:
         if not self.lab_cpu or not before.lab_cpu:
             return self.lab_cpu_seconds - before.lab_cpu_seconds
         return sum(max(0.0, v - before.lab_cpu.get(k, 0.0)) for k, v in self.lab_cpu.items())
-
-
-def cgroup_cpu_seconds(pid: int, root: Path = Path("/sys/fs/cgroup")) -> float | None:
-    """CPU time of the cgroup a process is in (cgroup v1 cpuacct or v2 cpu.stat)."""
-    try:
-        lines = Path(f"/proc/{pid}/cgroup").read_text().splitlines()
-    except OSError:
-        return None
-    for line in lines:
-        _, controllers, path = line.split(":", 2)
-        if "cpuacct" in controllers.split(","):
-            for mount in (controllers, "cpuacct", "cpu,cpuacct"):
-                f = root / mount / path.lstrip("/") / "cpuacct.usage"
-                if f.exists():
-                    return int(f.read_text()) / 1e9
-    for line in lines:
-        if line.startswith("0::"):
-            f = root / line[3:].lstrip("/") / "cpu.stat"
-            if f.exists():
-                for stat in f.read_text().splitlines():
-                    if stat.startswith("usage_usec "):
-                        return int(stat.split()[1]) / 1e6
-    return None
-
-
-def softnet(path: Path = Path("/proc/net/softnet_stat")) -> tuple[int, int]:
-    """Sum over CPUs of (dropped, time_squeeze): columns 2 and 3, hexadecimal."""
-    dropped = squeezed = 0
-    for line in path.read_text().splitlines():
-        cols = line.split()
-        if len(cols) >= 3:
-            dropped += int(cols[1], 16)
-            squeezed += int(cols[2], 16)
-    return dropped, squeezed
 
 
 def qdisc_drops(devices: set[str], netns_pid: int | None = None) -> dict[str, int]:

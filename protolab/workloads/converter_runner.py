@@ -26,6 +26,7 @@ from pathlib import Path
 from typing import Any
 
 from .. import naming
+from ..hoststats import cgroup_cpu_seconds, parse_proc_net_dev
 from ..shell import run as sh
 from ..topo import Topology
 from ..units import format_rate
@@ -181,38 +182,6 @@ def commands(t: ConverterTask, topology: Topology, roles: Roles) -> dict[str, li
 
 
 # -- counters read from the machine -----------------------------------------------------------------------------
-def cgroup_cpu_seconds(pid: int) -> float:
-    """CPU time of the cgroup a process is in (cgroup v1 cpuacct.usage, or v2 cpu.stat usage_usec), seconds."""
-    v2 = None
-    for line in Path(f"/proc/{pid}/cgroup").read_text().splitlines():
-        _, controllers, path = line.split(":", 2)
-        if "cpuacct" in controllers.split(","):
-            for mount in ("cpuacct", "cpu,cpuacct", "cpuacct,cpu"):
-                f = Path("/sys/fs/cgroup") / mount / path.lstrip("/") / "cpuacct.usage"
-                if f.exists():
-                    return int(f.read_text()) / 1e9
-        if controllers == "":
-            v2 = path
-    if v2 is not None:
-        stat = Path("/sys/fs/cgroup") / v2.lstrip("/") / "cpu.stat"
-        for line in stat.read_text().splitlines():
-            if line.startswith("usage_usec "):
-                return int(line.split()[1]) / 1e6
-    raise RuntimeError(f"no CPU accounting found for pid {pid} (/proc/{pid}/cgroup)")
-
-
-def parse_proc_net_dev(text: str) -> dict[str, dict[str, int]]:
-    """/proc/net/dev -> interface -> rx_bytes, rx_packets, tx_bytes, tx_packets."""
-    out = {}
-    for line in text.splitlines()[2:]:
-        if ":" not in line:
-            continue
-        name, rest = line.split(":", 1)
-        f = [int(x) for x in rest.split()]
-        out[name.strip()] = {"rx_bytes": f[0], "rx_packets": f[1], "tx_bytes": f[8], "tx_packets": f[9]}
-    return out
-
-
 @dataclass
 class Snapshot:
     at: dict[str, float] = field(default_factory=dict)  # node or medium -> monotonic time read
@@ -224,7 +193,10 @@ class Snapshot:
 def snapshot(pids: dict[str, int], hubs: list[str]) -> Snapshot:
     s = Snapshot()
     for node, pid in pids.items():
-        s.cpu[node] = cgroup_cpu_seconds(pid)
+        cpu = cgroup_cpu_seconds(pid)
+        if cpu is None:
+            raise WorkloadError(f"{node}: no CPU accounting found for pid {pid} (/proc/{pid}/cgroup)")
+        s.cpu[node] = cpu
         s.net[node] = parse_proc_net_dev(sh(["nsenter", "-t", str(pid), "-n", "cat", "/proc/net/dev"]))
         s.at[node] = time.monotonic()
     for hub in hubs:

@@ -9,6 +9,7 @@ import pytest
 from pydantic import TypeAdapter, ValidationError
 
 from protolab import naming, topo
+from protolab.hoststats import parse_proc_net_dev
 from protolab.spec import Task
 from protolab.workloads.converter import COLUMNS
 from protolab.workloads.converter_runner import (
@@ -17,7 +18,6 @@ from protolab.workloads.converter_runner import (
     columns,
     commands,
     expected_total,
-    parse_proc_net_dev,
     segment_links,
 )
 

@@ -1,0 +1,58 @@
+"""Counters read from this machine: a process's cgroup CPU time, interface counters (/proc/net/dev) and the
+kernel's softnet drops. One reader each, shared by the load guard and the workloads."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+CGROUP_ROOT = Path("/sys/fs/cgroup")
+V1_CPU_MOUNTS = ("cpuacct", "cpu,cpuacct", "cpuacct,cpu")
+
+
+def cgroup_cpu_seconds(pid: int, root: Path = CGROUP_ROOT) -> float | None:
+    """CPU time of the cgroup a process is in (cgroup v1 cpuacct.usage, or v2 cpu.stat usage_usec), seconds;
+    None when the process or its accounting is not found."""
+    try:
+        lines = Path(f"/proc/{pid}/cgroup").read_text().splitlines()
+    except OSError:
+        return None
+    v2 = None
+    for line in lines:
+        _, controllers, path = line.split(":", 2)
+        if "cpuacct" in controllers.split(","):
+            for mount in dict.fromkeys((controllers, *V1_CPU_MOUNTS)):
+                f = root / mount / path.lstrip("/") / "cpuacct.usage"
+                if f.exists():
+                    return int(f.read_text()) / 1e9
+        if controllers == "":
+            v2 = path
+    if v2 is not None:
+        f = root / v2.lstrip("/") / "cpu.stat"
+        if f.exists():
+            for stat in f.read_text().splitlines():
+                if stat.startswith("usage_usec "):
+                    return int(stat.split()[1]) / 1e6
+    return None
+
+
+def parse_proc_net_dev(text: str) -> dict[str, dict[str, int]]:
+    """/proc/net/dev -> interface -> rx_bytes, rx_packets, tx_bytes, tx_packets."""
+    out = {}
+    for line in text.splitlines()[2:]:
+        if ":" not in line:
+            continue
+        name, rest = line.split(":", 1)
+        f = [int(x) for x in rest.split()]
+        out[name.strip()] = {"rx_bytes": f[0], "rx_packets": f[1], "tx_bytes": f[8], "tx_packets": f[9]}
+    return out
+
+
+def softnet(path: Path = Path("/proc/net/softnet_stat")) -> tuple[int, int]:
+    """Sum over CPUs of (dropped, time_squeeze): columns 2 and 3, hexadecimal."""
+    dropped = squeezed = 0
+    for line in path.read_text().splitlines():
+        cols = line.split()
+        if len(cols) >= 3:
+            dropped += int(cols[1], 16)
+            squeezed += int(cols[2], 16)
+    return dropped, squeezed
