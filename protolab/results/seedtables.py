@@ -22,7 +22,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from ..spec import EXPERIMENTS_DIR, Table, reference_problem, resolve_reference
+from ..model.report import EXPERIMENTS_DIR, Table, reference_problem, resolve_reference
 from .display import parse_axis_value
 from .store import ResultsError
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 from pydantic import ValidationError
 
-from protolab.faults import MAX_FAULT_EVENTS_PER_PHASE, Fault, Flap
+from protolab.model.faults import MAX_FAULT_EVENTS_PER_PHASE, Fault, Flap
 
 
 def test_sciop_flap_pattern_two_links_out_of_phase():

@@ -9,9 +9,9 @@ from types import SimpleNamespace
 import pytest
 
 from protolab import selfcheck, topo
-from protolab.impair import GilbertElliott, Impairment
+from protolab.model.impairment import GilbertElliott, Impairment
+from protolab.model.report import Check
 from protolab.results.checks import evaluate
-from protolab.spec import Check
 from protolab.units import parse_quantity
 from protolab.workloads.ping_runner import edge_errors, outages, parse, summary
 

@@ -11,7 +11,7 @@ import pytest
 from pydantic import ValidationError
 
 import protolab.impair as impair
-from protolab.impair import GilbertElliott, Impairment, LinkImpairment, parse_percent
+from protolab.model.impairment import GilbertElliott, Impairment, LinkImpairment, parse_percent
 from protolab.shell import CommandError
 
 

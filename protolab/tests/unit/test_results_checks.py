@@ -5,6 +5,7 @@ from pathlib import Path
 import pytest
 
 from protolab import spec
+from protolab.model.report import Check
 from protolab.results.checks import applies, build_summary, evaluate, statistics
 
 MINI = Path(__file__).parent / "fixtures" / "results" / "mini.yaml"
@@ -132,7 +133,7 @@ def test_build_summary(plan):
 
 
 def test_where_compares_as_strings():
-    c = spec.Check(name="c", column="x_ratio", where={"hosts": 4, "rate": "10Mbit"}, max=1)
+    c = Check(name="c", column="x_ratio", where={"hosts": 4, "rate": "10Mbit"}, max=1)
     assert applies(c, {"hosts": "4", "rate": "10Mbit", "other": "a"})
     assert applies(c, {"hosts": 4, "rate": "10Mbit"})
     assert not applies(c, {"hosts": "8", "rate": "10Mbit"})

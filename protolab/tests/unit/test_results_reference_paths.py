@@ -5,9 +5,9 @@ import json
 
 import pytest
 
+from protolab.model.report import Table, TableReference
 from protolab.results import ResultsError, render_all
 from protolab.results.seedtables import load_for_run, results_copy
-from protolab.spec import Table, TableReference
 
 from .test_results_render import make_run
 

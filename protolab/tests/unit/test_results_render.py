@@ -12,6 +12,7 @@ import numpy as np
 import pytest
 
 from protolab import spec
+from protolab.model.report import Knee
 from protolab.results import RunDir, build_summary, render_all
 from protolab.results.display import axis_str
 from protolab.results.render import PALETTE, REFERENCE_COLOR
@@ -261,7 +262,7 @@ def test_knee_finds_where_delivery_stops_keeping_up():
         ("1024B", "1000"): 998, ("1024B", "2000"): 1200, ("1024B", "5000"): 4999, ("1024B", "10000"): None,
     }  # fmt: skip
     rows = [{"size": s, "rate": r, "rx_packets_per_second": v} for (s, r), v in got.items()]
-    k = spec.Knee(name="collapse", title="t", rows=["size"], x="rate", delivered="rx_packets_per_second")
+    k = Knee(name="collapse", title="t", rows=["size"], x="rate", delivered="rx_packets_per_second")
     data = KneeData.build_knee(k, sweep, rows)
     assert data.combos == [("96B",), ("1024B",)]
     cells = [[s["mean"] for s in row] for row in data.stats]

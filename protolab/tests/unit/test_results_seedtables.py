@@ -5,7 +5,7 @@ import json
 
 import pytest
 
-from protolab import spec
+from protolab.model.report import Table
 from protolab.results import render_all
 from protolab.results.seedtables import parse
 
@@ -98,6 +98,6 @@ def test_bad_seed_table_is_reported_not_fatal(tmp_path):
     ],
 )
 def test_parse_errors_say_why(text, why):
-    table = spec.Table(name="t", title="t", rows=["topology", "rate"], columns=["f2_loss_ratio"])
+    table = Table(name="t", title="t", rows=["topology", "rate"], columns=["f2_loss_ratio"])
     with pytest.raises(ValueError, match=why):
         parse(text, table, "c", "x.csv")

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from protolab import spec
+from protolab.model.report import Plot, Table
 from protolab.results.display import axis_str
 from protolab.results.render import Sweep, TableData, plot_png
 from protolab.runner import _cell
@@ -31,7 +31,7 @@ def test_null_axis_values_are_written_as_the_sweep_shows_them():
 
 def test_table_where_keeps_one_layouts_rows():
     sweep, rows = _sweep_and_rows()
-    t = spec.Table(name="b", title="t", rows=["load"], columns=["cv_host_cpu_share_ratio"],
+    t = Table(name="b", title="t", rows=["load"], columns=["cv_host_cpu_share_ratio"],
                    where={"layout": "switched", "budget": None})  # fmt: skip
     data = TableData.build(t, sweep, rows)
     assert data.combos == [("250/1k",), ("450/5k",)]
@@ -45,7 +45,7 @@ def test_table_where_keeps_one_layouts_rows():
 
 def test_plot_where_draws_only_those_points():
     sweep, rows = _sweep_and_rows()
-    p = spec.Plot(name="cpu", title="t", kind="line", x="load", y=["cv_host_cpu_share_ratio"], group="layout",
+    p = Plot(name="cpu", title="t", kind="line", x="load", y=["cv_host_cpu_share_ratio"], group="layout",
                   where={"budget": 0.03})  # fmt: skip
     assert plot_png(p, sweep, rows).startswith(b"\x89PNG")
     bad = p.model_copy(update={"where": {"nope": 1}})
