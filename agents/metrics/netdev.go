@@ -6,6 +6,8 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/procfs"
+
+	"protolab/agents/internal/hoststats"
 )
 
 func init() {
@@ -59,13 +61,9 @@ func newNetDevCollector(cfg Config) (Collector, error) {
 }
 
 func (c *netDevCollector) Update(ch chan<- prometheus.Metric) error {
-	fs, err := procfs.NewFS(c.procPath)
+	devs, err := hoststats.ReadNetDev(c.procPath)
 	if err != nil {
-		return fmt.Errorf("netdev: opening procfs: %w", err)
-	}
-	devs, err := fs.NetDev()
-	if err != nil {
-		return fmt.Errorf("netdev: reading net/dev: %w", err)
+		return fmt.Errorf("netdev: %w", err)
 	}
 	for name, line := range devs {
 		if c.excluded[name] {

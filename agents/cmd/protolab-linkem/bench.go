@@ -27,6 +27,7 @@ import (
 	"golang.org/x/net/ipv4"
 	"golang.org/x/sys/unix"
 
+	"protolab/agents/internal/hoststats"
 	"protolab/agents/linkem"
 )
 
@@ -528,19 +529,11 @@ func throughputRun(ctx context.Context, tx *benchSender, count func() float64, s
 func vethRxPackets(tb *linkem.Testbed) float64 {
 	var v float64
 	_ = linkem.InNetNS(tb.NSPath(tb.NSB), func() error {
-		b, err := os.ReadFile("/proc/thread-self/net/dev")
+		devs, err := hoststats.ReadNetDev("/proc/thread-self")
 		if err != nil {
 			return err
 		}
-		for _, line := range strings.Split(string(b), "\n") {
-			name, rest, ok := strings.Cut(line, ":")
-			if !ok || strings.TrimSpace(name) != tb.IfB {
-				continue
-			}
-			if f := strings.Fields(rest); len(f) > 1 {
-				v, _ = strconv.ParseFloat(f[1], 64)
-			}
-		}
+		v = float64(devs[tb.IfB].RxPackets)
 		return nil
 	})
 	return v
