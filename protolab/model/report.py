@@ -7,8 +7,9 @@ A table's `reference` names a CSV inside seed-tables/ (SEED_TABLES) beside the s
 
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
 from pathlib import Path, PurePosixPath
-from typing import Any, Literal
+from typing import Any, Literal, Protocol
 
 from pydantic import Field, model_validator
 
@@ -138,3 +139,27 @@ class Plot(Strict):
     where: dict[str, Any] = Field(default_factory=dict, description="only points whose axes have these values")
     ylabel: str = ""
     reference: str | None = Field(None, description="an axis or column drawn as the configured/expected value")
+
+
+class CheckedExperiment(Protocol):
+    """What a check needs of an experiment (protolab.spec.Experiment is one): its checks."""
+
+    @property
+    def checks(self) -> Sequence[Check]: ...
+
+
+class SweepPoint(Protocol):
+    """What the results need of a sweep point (protolab.spec.Point is one): its index, id, axis values and the
+    experiment resolved for it."""
+
+    @property
+    def index(self) -> int: ...
+
+    @property
+    def id(self) -> str: ...
+
+    @property
+    def values(self) -> Mapping[str, Any]: ...
+
+    @property
+    def experiment(self) -> CheckedExperiment: ...

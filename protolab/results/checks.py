@@ -11,7 +11,7 @@ from collections import defaultdict
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
-from ..spec import Check, Point
+from ..model.report import Check, SweepPoint
 from .display import axis_str
 from .stats import clean, describe, mean
 from .store import SCHEMA_VERSION
@@ -29,7 +29,7 @@ def _by_point(rows: Iterable[Mapping[str, Any]]) -> dict[str, list[Mapping[str, 
     return out
 
 
-def evaluate(points: Sequence[Point], rows: Iterable[Mapping[str, Any]]) -> list[dict[str, Any]]:
+def evaluate(points: Sequence[SweepPoint], rows: Iterable[Mapping[str, Any]]) -> list[dict[str, Any]]:
     """The summary's "checks" list: one entry per (point, check that applies there), points in index order.
 
     `points[i].experiment.checks` are the checks already substituted for that point. `rows` are tidy rows
@@ -100,7 +100,7 @@ def statistics(rows: Iterable[Mapping[str, Any]], columns: Sequence[str]) -> dic
 def build_summary(
     experiment: str,
     run_id: str,
-    points: Sequence[Point],
+    points: Sequence[SweepPoint],
     rows: Sequence[Mapping[str, Any]],
     columns: Sequence[str],
     invalid_reasons: Sequence[str] = (),

@@ -33,7 +33,7 @@ from matplotlib.figure import Figure
 from matplotlib.ticker import StrMethodFormatter
 from pydantic import ValidationError
 
-from ..spec import Knee, Plot, Table
+from ..model.report import Knee, Plot, Table
 from .display import MISSING, Display, axis_str, parse_axis_value, quantity_name, unit_family
 from .seedtables import SeedTable, load_for_run
 from .seedtables import key as seedkey
