@@ -11,7 +11,7 @@ import (
 	"time"
 
 	"protolab/agents/bundle"
-	"protolab/agents/dishost"
+	"protolab/agents/internal/measure"
 )
 
 var base = netip.MustParseAddr("239.193.0.0")
@@ -316,7 +316,7 @@ func addedDelay(t testing.TB, rate float64, d time.Duration) (float64, int) {
 			}
 		}
 	}()
-	pacer, _ := dishost.NewPacer(rate, dishost.Poisson, time.Now(), 1)
+	pacer, _ := measure.NewPacer(rate, measure.Poisson, time.Now(), 1)
 	var w bundle.Writer
 	buf := make([]byte, 0, 1500)
 	msg := make([]byte, 148)

@@ -11,7 +11,7 @@ import (
 	"time"
 
 	"protolab/agents/bundle"
-	"protolab/agents/dishost"
+	"protolab/agents/internal/measure"
 )
 
 // Config is one process's part in the exercise (flags of protolab-converter).
@@ -22,7 +22,7 @@ type Config struct {
 	MPort      int // UDP port of the IP multicast messages (router side, baseline hosts)
 	Plan       *Plan
 	Rate       float64 // messages/s this process originates
-	Arrival    dishost.Arrival
+	Arrival    measure.Arrival
 	Size       int     // bytes per message, address included
 	Priority   float64 // share of originated messages with the priority flag
 	Interval   time.Duration
@@ -84,7 +84,7 @@ func source(ctx context.Context, cfg *Config, st *Stats, sender int, emit func(g
 		sleep(ctx, cfg.Duration)
 		return nil
 	}
-	pacer, err := dishost.NewPacer(cfg.Rate, cfg.Arrival, start, cfg.Seed)
+	pacer, err := measure.NewPacer(cfg.Rate, cfg.Arrival, start, cfg.Seed)
 	if err != nil {
 		return err
 	}

@@ -9,7 +9,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
-	"protolab/agents/dishost"
+	"protolab/agents/internal/measure"
 )
 
 // Drop reasons (protolab_converter_dropped_total{reason}); the bundle
@@ -38,9 +38,9 @@ type Stats struct {
 	ReceivedPriority uint64
 	Retransmitted    uint64
 	Duplicates       uint64
-	Delay            dishost.Hist // one-way message delay at the receiving host
-	Added            dishost.Hist // time a message spent in this converter
-	PerBundle        dishost.Hist // messages per bundle received (as a count, not seconds)
+	Delay            measure.Hist // one-way message delay at the receiving host
+	Added            measure.Hist // time a message spent in this converter
+	PerBundle        measure.Hist // messages per bundle received (as a count, not seconds)
 	BundlesIn        uint64
 	BundlesOut       uint64
 	PacketsIn        uint64
@@ -171,7 +171,7 @@ func (s *Stats) Update(ch chan<- prometheus.Metric) error {
 	return nil
 }
 
-func hsum(h *dishost.Hist) float64 {
+func hsum(h *measure.Hist) float64 {
 	if h.Count() == 0 {
 		return 0
 	}

@@ -12,6 +12,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"protolab/agents/dis"
+	"protolab/agents/internal/measure"
 )
 
 // The target: generator and receiver each at least 200k PDUs/s on
@@ -92,7 +93,7 @@ func BenchmarkSendLoopback(b *testing.B) {
 	port, closeSink := sink(b)
 	defer closeSink()
 	s := &Sender{Gen: g, Port: port, Dest: netip.MustParseAddr("127.0.0.1")}
-	p, _ := NewPacer(1e12, Constant, time.Now(), 1) // never waits
+	p, _ := measure.NewPacer(1e12, measure.Constant, time.Now(), 1) // never waits
 	s.Pacer = p
 	ctx, cancel := context.WithCancel(context.Background())
 	b.ResetTimer()
@@ -133,7 +134,7 @@ func BenchmarkReceiveLoopback(b *testing.B) {
 	proc := NewProcessor(plan(2048), 2048)
 	g := esGenerator(b)
 	s := &Sender{Gen: g, Port: r.Port, Dest: netip.MustParseAddr("127.0.0.1")}
-	s.Pacer, _ = NewPacer(1e12, Constant, time.Now(), 1)
+	s.Pacer, _ = measure.NewPacer(1e12, measure.Constant, time.Now(), 1)
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	go func() {

@@ -25,14 +25,6 @@ const (
 // DefaultBase is the first multicast group (packet address 0).
 var DefaultBase = netip.MustParseAddr("239.192.0.0")
 
-// Arrival is the inter-arrival process of the generator.
-type Arrival string
-
-const (
-	Constant Arrival = "constant"
-	Poisson  Arrival = "poisson"
-)
-
 // Mix is the share of each PDU type among generated messages.
 type Mix map[dis.PDUType]float64
 

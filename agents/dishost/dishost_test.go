@@ -11,6 +11,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"protolab/agents/dis"
+	"protolab/agents/internal/measure"
 )
 
 func plan(groups int) Plan { return Plan{Groups: groups, PerGroup: 32, Base: DefaultBase} }
@@ -247,54 +248,6 @@ func TestDelayAndEntityTimeout(t *testing.T) {
 	}
 }
 
-func TestHistQuantiles(t *testing.T) {
-	var h Hist
-	for i := 1; i <= 10000; i++ {
-		h.Add(float64(i) * 1e-6) // 1 us .. 10 ms uniform
-	}
-	for _, tc := range []struct{ q, want float64 }{{0.5, 5e-3}, {0.99, 9.9e-3}, {0.01, 1e-4}} {
-		if got := h.Quantile(tc.q); math.Abs(got-tc.want)/tc.want > 0.05 {
-			t.Errorf("q%.2f = %v, want %v +-5%%", tc.q, got, tc.want)
-		}
-	}
-	c := h.Cumulative([]float64{1e-3, 1})
-	if c[1] != 10000 || c[1e-3] < 900 || c[1e-3] > 1000 {
-		t.Errorf("cumulative %v", c)
-	}
-	var e Hist
-	if !math.IsNaN(e.Quantile(0.5)) {
-		t.Error("empty quantile not NaN")
-	}
-}
-
-func TestPacer(t *testing.T) {
-	t0 := time.Now()
-	for _, tc := range []struct {
-		arrival Arrival
-		tol     int
-	}{{Constant, 1}, {Poisson, 150}} {
-		p, err := NewPacer(2000, tc.arrival, t0, 3)
-		if err != nil {
-			t.Fatal(err)
-		}
-		n := 0
-		for ms := 0; ms <= 1000; ms++ {
-			n += p.Due(t0.Add(time.Duration(ms)*time.Millisecond), 1<<20)
-		}
-		if n < 2000-tc.tol || n > 2001+tc.tol {
-			t.Errorf("%s: %d arrivals in 1 s at 2000/s", tc.arrival, n)
-		}
-	}
-	for _, r := range []float64{0, -1, math.Inf(1), math.NaN()} {
-		if _, err := NewPacer(r, Constant, t0, 1); err == nil {
-			t.Errorf("rate %v accepted", r)
-		}
-	}
-	if _, err := NewPacer(1, "bursty", t0, 1); err == nil {
-		t.Error("unknown arrival accepted")
-	}
-}
-
 // TestLoopbackSendReceive sends over real UDP sockets on 127.0.0.1.
 func TestLoopbackSendReceive(t *testing.T) {
 	r := &Receiver{Plan: plan(1), Joined: 1, Port: 0, Local: true}
@@ -307,7 +260,7 @@ func TestLoopbackSendReceive(t *testing.T) {
 	done := make(chan struct{})
 	go func() { r.Run(ctx); close(done) }()
 	g, _ := NewGenerator(GenConfig{Plan: plan(1), Entities: 10, Size: 200})
-	p, _ := NewPacer(5000, Constant, time.Now(), 1)
+	p, _ := measure.NewPacer(5000, measure.Constant, time.Now(), 1)
 	s := &Sender{Gen: g, Pacer: p, Port: r.Port, Dest: netip.MustParseAddr("127.0.0.1")}
 	sctx, scancel := context.WithTimeout(ctx, 400*time.Millisecond)
 	defer scancel()

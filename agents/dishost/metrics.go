@@ -56,7 +56,7 @@ func (c *Collector) Update(ch chan<- prometheus.Metric) error {
 		for _, why := range DropReasons {
 			ch <- prometheus.MustNewConstMetric(descDropped, prometheus.CounterValue, float64(s.Dropped[why]), why)
 		}
-		ch <- prometheus.MustNewConstHistogram(descDelay, s.Delay.Count(), s.Delay.sum, s.Delay.Cumulative(promBuckets))
+		ch <- prometheus.MustNewConstHistogram(descDelay, s.Delay.Count(), s.Delay.Sum(), s.Delay.Cumulative(promBuckets))
 		ch <- prometheus.MustNewConstMetric(descEntities, prometheus.GaugeValue, float64(s.Entities))
 		ch <- prometheus.MustNewConstMetric(descTimeouts, prometheus.CounterValue, float64(s.Timeouts))
 		ch <- prometheus.MustNewConstMetric(descGroups, prometheus.GaugeValue, float64(r.Joined))

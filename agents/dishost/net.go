@@ -12,6 +12,8 @@ import (
 
 	"golang.org/x/net/ipv4"
 	"golang.org/x/sys/unix"
+
+	"protolab/agents/internal/measure"
 )
 
 // Batch is the number of datagrams per sendmmsg/recvmmsg call.
@@ -20,7 +22,7 @@ const Batch = 64
 // Sender sends a generator's messages at a pacer's times.
 type Sender struct {
 	Gen     *Generator
-	Pacer   *Pacer
+	Pacer   *measure.Pacer
 	Dest    netip.Addr // unicast destination, or invalid: the groups of the plan
 	Port    int
 	Iface   string // multicast interface ("" = routing table)

@@ -4,6 +4,7 @@ import (
 	"time"
 
 	"protolab/agents/dis"
+	"protolab/agents/internal/measure"
 )
 
 // Drop reasons of the receiver.
@@ -26,7 +27,7 @@ type Stats struct {
 	Bytes    uint64 // UDP payload bytes read
 	Dropped  map[string]uint64
 	ByType   map[dis.PDUType]uint64
-	Delay    Hist
+	Delay    measure.Hist
 }
 
 func newStats() Stats {

@@ -24,7 +24,7 @@ import (
 	"time"
 
 	"protolab/agents/converter"
-	"protolab/agents/dishost"
+	"protolab/agents/internal/measure"
 	"protolab/agents/metrics"
 )
 
@@ -128,8 +128,8 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	if cfg.Plan, err = converter.NewPlan(nHosts, *to, *wanGroups, b); err != nil {
 		return bad("%v", err)
 	}
-	cfg.Arrival = dishost.Arrival(*arrival)
-	if cfg.Arrival != dishost.Constant && cfg.Arrival != dishost.Poisson {
+	cfg.Arrival = measure.Arrival(*arrival)
+	if cfg.Arrival != measure.Constant && cfg.Arrival != measure.Poisson {
 		return bad("--arrival %q: constant or poisson", *arrival)
 	}
 	switch {

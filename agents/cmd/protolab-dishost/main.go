@@ -26,6 +26,7 @@ import (
 
 	"protolab/agents/dis"
 	"protolab/agents/dishost"
+	"protolab/agents/internal/measure"
 	"protolab/agents/metrics"
 )
 
@@ -149,7 +150,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 			return bad("%v", err)
 		}
 		start := time.Now()
-		pacer, err := dishost.NewPacer(*rate, dishost.Arrival(*arrival), start, *seed+1)
+		pacer, err := measure.NewPacer(*rate, measure.Arrival(*arrival), start, *seed+1)
 		if err != nil {
 			return bad("%v", err)
 		}

@@ -1,4 +1,4 @@
-package dishost
+package measure
 
 import "math"
 
@@ -52,6 +52,9 @@ func (h *Hist) Merge(o *Hist) {
 
 // Count is the number of samples.
 func (h *Hist) Count() uint64 { return h.n }
+
+// Sum of the samples in seconds.
+func (h *Hist) Sum() float64 { return h.sum }
 
 // Mean in seconds (NaN when empty).
 func (h *Hist) Mean() float64 {
