@@ -39,7 +39,7 @@ def cmd_run(a: argparse.Namespace) -> int:
     from mininet.log import setLogLevel
 
     setLogLevel("critical")  # tc warnings (HTB quantum) are not errors
-    from .runner import ExperimentRun
+    from .orchestrator import ExperimentRun
 
     return ExperimentRun(plan, results_root=Path(a.results), keep=a.keep,
                          task_timeout_margin=a.task_timeout_margin).run()  # fmt: skip

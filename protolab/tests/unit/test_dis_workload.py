@@ -72,7 +72,7 @@ def test_runner_targets_every_dis_host_of_a_lab_from_the_deploy_on():
     from types import SimpleNamespace
 
     from protolab import naming
-    from protolab.runner import _scrape_ports
+    from protolab.orchestrator.experiment import scrape_ports as _scrape_ports
 
     phase = SimpleNamespace(tasks=[task(), task(name="lo", sender="h3", receiver="h3")])
     points = [SimpleNamespace(experiment=SimpleNamespace(phases=[phase]))] * 2

@@ -2,7 +2,7 @@
 
 from types import SimpleNamespace
 
-from protolab.runner import phase_window
+from protolab.orchestrator import phase_window
 
 
 def test_window_starts_warmup_after_the_phase_when_every_task_began_on_time():

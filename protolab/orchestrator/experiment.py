@@ -1,0 +1,309 @@
+"""Run a planned experiment: monitoring up, each lab deployed once, every point x repetition measured,
+everything torn down (also on SIGINT, SIGTERM, SIGHUP and exceptions), and a results folder written.
+
+The run holds the machine's lab-state lock throughout (a second run or `clean` is refused at once) and records
+everything it makes in its ledger before making it (protolab.ownership). Each measured row is appended to
+rows.jsonl (fsynced) as it is measured, each task's figures to raw/tasks/, each fault event to
+raw/faults.jsonl, so nothing measured is lost whatever happens to the process; tidy.csv and summary.json are
+always written at the end, INVALID with the reason when anything went wrong. A phase's tasks get a watchdog:
+past the phase's duration + the margin, the run stops as INVALID naming the task.
+
+A run reads as its steps: open (results folder, ledger, manifest, signals), backend, monitoring, then per
+lab: deploy, targets, self-check, measure, destroy; and always: teardown, finish (results, summary).
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+import logging
+import time
+from pathlib import Path
+from typing import Any
+
+from .. import dockerhost, environment, guard, impair, monitor, naming, ownership, selfcheck, topo
+from ..errors import EXIT_INTERRUPTED, EXIT_INVALID, EXIT_OK
+from ..exporter import FaultExporter
+from ..lab import Lab
+from ..spec import NodeSpec, Plan, Point
+from . import collect, session, summary
+from .phase import PhaseOutcome, run_phase
+from .session import Interrupted, Progress, Signals
+
+log = logging.getLogger(__name__)
+RESULTS = Path(__file__).resolve().parent.parent.parent / "results"
+SCRAPE_SETTLE_SECONDS = 1.5  # one more scrape after a phase so its last counters are in Prometheus
+TASK_TIMEOUT_MARGIN_SECONDS = 60.0  # a phase's tasks still running this long after its duration: hung
+
+
+def scrape_ports(points: list[Point]) -> dict[str, list[int]]:
+    """Ports of workload processes with their own /metrics (DIS hosts) per node, over all tasks of a lab's
+    points: in Prometheus's targets from the deploy on, because it applies new targets only every 5 s."""
+    out: dict[str, list[int]] = {}
+    for p in points:
+        for phase in p.experiment.phases:
+            for t in phase.tasks:
+                for node, ports in t.scrape_ports().items():
+                    out[node] = sorted({*out.get(node, []), *ports})
+    return out
+
+
+class ExperimentRun:
+    """One `protolab run`: see the module docstring. run() returns the exit status (protolab.errors)."""
+
+    def __init__(self, plan: Plan, results_root: Path = RESULTS, keep: bool = False,
+                 task_timeout_margin: float = TASK_TIMEOUT_MARGIN_SECONDS) -> None:  # fmt: skip
+        self.plan, self.keep = plan, keep
+        self.task_timeout_margin = task_timeout_margin
+        self.results_root = results_root
+        self.rows: list[dict[str, Any]] = []
+        self.guard: dict[str, Any] = {}
+        self.invalid: list[str] = []
+        self.deployments: list[dict[str, Any]] = []
+        self.actions: list[str] = []
+        self.monitor_pids: list[int] = []
+        self.backend: impair.Backend | None = None
+        self.exporter = FaultExporter()
+        self.exporter_target: dict[str, Any] | None = None
+        self.self_checks: list[dict[str, Any]] = []
+        self.fault_rows: list[dict[str, Any]] = []
+        self.teardown_failures: list[str] = []
+        self.status = EXIT_OK
+
+    def run(self) -> int:
+        """Hold the lab-state lock, run, and return the exit status (EXIT_OK only for a VALID run)."""
+        with ownership.lab_lock("run", hint="`protolab clean --force` removes its lab under it"):
+            return self._run()
+
+    # -- the steps --------------------------------------------------------------------------------------
+    def _run(self) -> int:
+        self._open()
+        signals = Signals(self.rundir.path)
+        signals.install()
+        lab: Lab | None = None
+        error: BaseException | None = None
+        try:
+            self._removed_leftovers()
+            self._choose_backend()
+            prom = self._monitoring_up()
+            groups: dict[str, list[Point]] = {}
+            for p in self.plan.points:
+                groups.setdefault(p.topology_key(), []).append(p)
+            progress = Progress(sum(p.experiment.repetitions for p in self.plan.points))
+            for gi, points in enumerate(groups.values()):
+                print(f"deploying lab {gi + 1}/{len(groups)}: {points[0].experiment.topology.kind} "
+                      f"{points[0].experiment.topology.params}", flush=True)  # fmt: skip
+                lab = self._deploy(points, f"lab{gi + 1}")
+                self._targets(lab, points, prom)
+                checked = self._self_check(lab, points[0].experiment)
+                self.deployments.append({"topology": points[0].experiment.topology.model_dump(mode="json"),
+                                         **lab.timings, "links": lab.applied, "self_check": checked})  # fmt: skip
+                for point in points:
+                    for rep in range(point.experiment.repetitions):
+                        progress.step(f"{point.id} {point.label()} rep {rep + 1}/{point.experiment.repetitions}")
+                        row = self._measure(point, rep, lab, prom)
+                        self.rows.append(row)
+                        self.rows_log.append(row)
+                        progress.finish()
+                monitor.write_targets([])
+                if not (self.keep and gi == len(groups) - 1):
+                    self._destroy(lab)
+                    lab = None
+        except (Interrupted, KeyboardInterrupt) as exc:
+            error = exc
+            self.status = EXIT_INTERRUPTED
+            self.invalid.append(f"interrupted ({exc or 'SIGINT'}) after {len(self.rows)} measurement(s)")
+            print(f"\ninterrupted ({exc or 'SIGINT'}): tearing down", flush=True)
+        except Exception as exc:
+            error = exc
+            self.status = EXIT_INVALID
+            self.invalid.append(f"aborted: {type(exc).__name__}: {exc}")
+            print(f"\naborted: {exc}\ntearing down", flush=True)
+            log.debug("aborted", exc_info=True)
+        finally:
+            signals.finishing = True
+            try:
+                self._close(lab, error, signals)
+            finally:
+                signals.restore()
+        return self.status
+
+    def _open(self) -> None:
+        """The results folder, the ledger, the logs that keep every measured row, and the manifest."""
+        from ..results.store import FAULTS_LOG, ROWS, JsonLog, RunDir
+
+        self.client = dockerhost.client()
+        images = {n: _image_id(self.client, n)
+                  for n in {s.image for p in self.plan.points for s in p.experiment.nodes.values()}}  # fmt: skip
+        self.rundir = RunDir.create(self.results_root, self.plan.base.name)
+        ownership.LOCK.acquire("run", self.rundir.run_id)  # names the run in the lock's holder record
+        ownership.LOCK.release()
+        self.ledger = ownership.begin_run(self.rundir.run_id, self.rundir.path, keep=self.keep)
+        self.rows_log, self.faults_log = JsonLog(self.rundir.path / ROWS), JsonLog(self.rundir.path / FAULTS_LOG)
+        self.manifest = session.manifest(self.plan, self.rundir.run_id, dt.datetime.now(dt.UTC).isoformat(), images)
+        self.manifest["host_state"] = {"before": ownership.record_host(self.ledger)}
+        self.rundir.write_json("manifest.json", self.manifest)
+        self.raw = self.rundir.raw_writer()
+        print(f"results -> {self.rundir.path}", flush=True)
+
+    def _removed_leftovers(self) -> None:
+        """What killed runs left (swept by their ledgers before anything is made) goes into the manifest."""
+        removed, failures = ownership.sweep_dead()
+        self.manifest["removed_leftovers"] = removed
+        for f in failures:
+            raise RuntimeError(f"cannot remove what an earlier run left: {f} (try `protolab clean`)")
+
+    def _choose_backend(self) -> None:
+        e = self.plan.base
+        self.backend, probe = impair.choose(e.impairment_backend)
+        self.manifest["impairment_backend"] = {
+            "chosen": self.backend.name,
+            "requested": e.impairment_backend,
+            "probe": {k: {"available": ok, "why": why} for k, (ok, why) in probe.items()},
+        }
+        print(f"impairment backend: {self.backend.name} ({probe[self.backend.name][1]})", flush=True)
+
+    def _monitoring_up(self) -> monitor.Prometheus:
+        monitor.up(self.client, ledger=self.ledger)
+        self.exporter_target = self.exporter.serve(self.client)
+        self.monitor_pids = [c.attrs["State"]["Pid"] for c in self.client.containers.list(
+            filters={"label": f"com.docker.compose.project={naming.COMPOSE_PROJECT}"})]  # fmt: skip
+        return monitor.Prometheus()
+
+    def _deploy(self, points: list[Point], scope: str) -> Lab:
+        ex = points[0].experiment
+        topology = topo.build(ex.topology.kind, ex.topology.params)
+        specs = {h.name: ex.nodes.get(h.name) or ex.nodes.get("default") or NodeSpec() for h in topology.hosts}
+        lab = Lab(topology, self.rundir.run_id, {n: s.image for n, s in specs.items()},
+                  {n: s.cpus for n, s in specs.items()}, commands={n: s.command for n, s in specs.items()},
+                  client=self.client, impairments=ex.impairments, backend=self.backend,
+                  ledger=self.ledger.scoped(scope))  # fmt: skip
+        lab.deploy()
+        self.actions += lab.actions
+        return lab
+
+    def _targets(self, lab: Lab, points: list[Point], prom: monitor.Prometheus) -> None:
+        extra = scrape_ports(points)  # DIS hosts' /metrics
+        monitor.write_targets(lab.targets(extra) + ([self.exporter_target] if self.exporter_target else []))
+        prom.wait_targets({h.name for h in lab.topology.hosts})
+
+    def _self_check(self, lab: Lab, ex: Any) -> list[dict[str, Any]] | None:
+        """Measure the impaired links before any workload; every miss makes the run invalid."""
+        if not ex.self_check or not lab.impairments:
+            return None
+        t0 = time.monotonic()
+        results = selfcheck.run_all(lab, log=lambda line: print(f"  {line}", flush=True))
+        for r in results:
+            self.self_checks.append(r)
+            for f in r["failures"]:
+                self.invalid.append(f"self-check {r['from']}->{r['to']} ({ex.topology.kind}): {f}")
+        print(f"  self-check took {time.monotonic() - t0:.1f}s", flush=True)
+        return results
+
+    def _measure(self, point: Point, rep: int, lab: Lab, prom: monitor.Prometheus) -> dict[str, Any]:
+        ex = point.experiment
+        row: dict[str, Any] = {"point": point.id, "repetition": rep, **{k: _cell(v) for k, v in point.values.items()}}
+        time.sleep(ex.settle)
+        unshaped = _unshaped(lab)
+        lab_pids = [n.pid for n in lab.nodes.values()] + self.monitor_pids
+        before = guard.snapshot(unshaped, lab_pids)
+        windows: list[collect.Window] = []
+        for phase in ex.phases:
+            where = f"{point.id} rep {rep} phase {phase.name}"
+            out = run_phase(phase, lab, ex.warmup, self.task_timeout_margin, self.exporter, where)
+            self._record_phase(point, rep, out, row)
+            windows.append((phase.name, *out.window))
+        after = guard.snapshot(unshaped, lab_pids)
+        figures, reasons = guard.assess(before, after)
+        self.guard[f"{point.id}/{rep}"] = {"figures": figures, "reasons": reasons}
+        if reasons:
+            self.invalid.append(f"{point.id} rep {rep} ({point.label()}): " + "; ".join(reasons))
+        time.sleep(SCRAPE_SETTLE_SECONDS)
+
+        def keep(phase_name: str, series: str, labels: dict[str, str], ts: float, value: float) -> None:
+            self.raw.write(point.id, rep, phase_name, series, labels, ts, value)
+
+        if any(phase.faults for phase in ex.phases) and self.exporter_target:
+            collect.fault_timeline(windows, ex.warmup, prom, keep)
+        for m in ex.measurements:
+            row[m.column] = collect.column(m, windows, prom, keep)
+        return row
+
+    def _record_phase(self, point: Point, rep: int, out: PhaseOutcome, row: dict[str, Any]) -> None:
+        """The phase's fault events and link restore first (kept even when a task failed), then its figures."""
+        if out.events:
+            errors = []
+            for ev in out.events:
+                rec = {"point": point.id, "repetition": rep, "phase": out.name, **ev.record()}
+                self.fault_rows.append(rec)
+                self.faults_log.append(rec)
+                if rec["timing_error_seconds"] is not None:
+                    errors.append(abs(rec["timing_error_seconds"]))
+                if ev.error:
+                    self.invalid.append(f"{point.id} rep {rep}: fault {ev.action} on {ev.name} failed: {ev.error}")
+            row["fault_timing_error_max_seconds"] = max(errors) if errors else None
+        for f in out.restore_failures:
+            self.invalid.append(f"{point.id} rep {rep}: after the faults: {f}")
+        if out.error is not None:
+            raise out.error
+        for t, r in out.tasks:
+            figures = r.result()
+            self.rundir.write_json(f"raw/tasks/{point.id}-r{rep}-{out.name}-{t.name}.json",
+                                   {"point": point.id, "repetition": rep, "phase": out.name, "task": t.name,
+                                    "kind": t.kind, "figures": figures})  # fmt: skip
+            row.update(figures)
+            row.update(r.fault_edges(out.events))  # probes that can see outages compare them with the events
+            for series, ts, value in r.series():
+                self.raw.write(point.id, rep, out.name, series, {}, ts, value)
+
+    def _destroy(self, lab: Lab) -> None:
+        lab.teardown()
+        self.teardown_failures += lab.teardown_failures
+
+    def _close(self, lab: Lab | None, error: BaseException | None, signals: Signals) -> None:
+        """Teardown (unless --keep on success), the manifest's end, the results and the ledger's last sweep."""
+        self.raw.close()
+        self.exporter.close()
+        if self.keep and error is None:
+            print("--keep: the lab and monitoring stay up; `make clean` removes them", flush=True)
+        else:
+            self.teardown_failures += session.teardown(lab, self.ledger)
+        for f in self.teardown_failures:
+            self.invalid.append(f"teardown: {f}")
+        m = self.manifest
+        m["finished_at"] = dt.datetime.now(dt.UTC).isoformat()
+        m["environment"]["dynamic_end"] = session.best_effort(environment.dynamic, {})
+        m["deployments"] = self.deployments
+        m["preflight_actions"] = self.actions
+        m["host_state"]["after"] = session.best_effort(ownership.hoststate.snapshot, {})
+        m["signals"] = signals.received
+        self.rundir.write_json("manifest.json", m)
+        valid = summary.finish(self.rundir, self.plan, self.rows, self.fault_rows, self.invalid, self.guard,
+                               self.self_checks)  # fmt: skip
+        if self.status == EXIT_OK and not valid:
+            self.status = EXIT_INVALID
+        if not self.teardown_failures and not self.keep:
+            self.ledger.sweep()  # the run record (and anything left) last
+
+
+def _unshaped(lab: Lab) -> dict[int | None, set[str]]:
+    out: dict[int | None, set[str]] = {}
+    for name in lab.net.keys() if lab.net else []:
+        node = lab.net.get(name)
+        intfs = {i.name for i in node.intfList() if i.name != "lo" and i.name not in lab.shaped_interfaces}
+        pid = lab.nodes[name].pid if name in lab.nodes else None
+        if intfs:
+            out.setdefault(pid, set()).update(intfs)
+    return out
+
+
+def _cell(v: Any) -> Any:
+    """An axis value in a tidy row, written as results.axis_str writes it (a null axis value as 'null')."""
+    return json.dumps(v, sort_keys=True) if isinstance(v, (dict, list)) or v is None else v
+
+
+def _image_id(client: Any, ref: str) -> str:
+    try:
+        return client.images.get(ref).id
+    except Exception:
+        raise RuntimeError(f"image {ref} is not built; run `make images`") from None

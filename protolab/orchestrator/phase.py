@@ -1,0 +1,79 @@
+"""One phase of one measurement: its tasks (under a watchdog), its fault schedule, the links put back as
+configured afterwards, and the wall-clock window its counters are measured over."""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from dataclasses import dataclass, field
+from typing import Any
+
+from .. import faults
+from ..errors import TaskHungError
+from ..workloads import WorkloadError, WorkloadRunner, runner_for
+
+log = logging.getLogger(__name__)
+LATE_START_NOTICE_SECONDS = 0.5  # a task starting later than this after its phase is said in the log
+
+
+def phase_window(t0: float, runners: list[Any], warmup: float, seconds: float) -> tuple[float, float]:
+    """The wall-clock window a phase's counters are measured over: from `warmup` after its traffic began to its
+    end. A task whose traffic began late says so with `started` (an iperf3 UDP handshake retried on a lossy
+    link); the latest such start moves the window with it."""
+    late = max([r.started - t0 for r in runners if r.started is not None] + [0.0])
+    return t0 + late + warmup, t0 + late + seconds
+
+
+@dataclass
+class PhaseOutcome:
+    name: str
+    window: tuple[float, float] = (0.0, 0.0)
+    tasks: list[tuple[Any, WorkloadRunner[Any]]] = field(default_factory=list)  # (task model, its runner)
+    events: list[Any] = field(default_factory=list)  # the fault events as executed
+    restore_failures: list[str] = field(default_factory=list)
+    error: Exception | None = None  # a hung or failed task: recorded what happened, then the run stops
+
+
+def run_phase(phase: Any, lab: Any, warmup: float, margin: float, exporter: Any, where: str) -> PhaseOutcome:
+    """Run the phase's tasks and faults; the links are put back even when a task hangs or fails."""
+    out = PhaseOutcome(phase.name)
+    runners = [runner_for(t, lab) for t in phase.tasks]
+    out.tasks = list(zip(phase.tasks, runners, strict=True))
+    for r in runners:
+        r.prepare()
+    seconds = max(t.duration for t in phase.tasks)
+    events = [e for f in phase.faults for e in f.events(seconds)]
+    schedule = faults.Schedule(events, lab, on_event=exporter.on_event)
+    schedule.start(time.monotonic())
+    t0 = time.time()
+    errors: list[str] = []
+    threads = [threading.Thread(target=_run_task, args=(r, errors), daemon=True) for r in runners]
+    for th in threads:
+        th.start()
+    deadline = time.monotonic() + seconds + margin
+    for th in threads:
+        th.join(max(0.0, deadline - time.monotonic()))
+    hung = [t for t, th in zip(phase.tasks, threads, strict=True) if th.is_alive()]
+    if events:
+        out.events = schedule.stop()
+        out.restore_failures = lab.links.restore()
+        exporter.clear()
+    if hung:
+        names = ", ".join(f"{t.name} ({t.kind} on {', '.join(t.nodes())})" for t in hung)
+        out.error = TaskHungError(f"{where}: task {names} still running {margin:g}s after the phase's "
+                                  f"{seconds:g}s; the run stops")  # fmt: skip
+    elif errors:
+        out.error = WorkloadError(f"{where}: " + "; ".join(errors))
+    out.window = phase_window(t0, runners, warmup, seconds)
+    late = out.window[0] - warmup - t0
+    if late > LATE_START_NOTICE_SECONDS:
+        log.info("%s: traffic began %.1fs late; measured from then", where, late)
+    return out
+
+
+def _run_task(runner: WorkloadRunner[Any], errors: list[str]) -> None:
+    try:
+        runner.run()
+    except Exception as exc:
+        errors.append(str(exc))

@@ -1,0 +1,115 @@
+"""What a run holds from its start to its end: signals, progress, the manifest, and teardown."""
+
+from __future__ import annotations
+
+import logging
+import signal
+import sys
+import threading
+import time
+from pathlib import Path
+from typing import Any
+
+from .. import environment, monitor
+
+log = logging.getLogger(__name__)
+
+
+class Interrupted(BaseException):  # noqa: N818 (like KeyboardInterrupt: not an error of the run's own)
+    pass
+
+
+class Signals:
+    """SIGINT, SIGTERM and SIGHUP alike: the first stops the run where it is (Interrupted); while tearing down,
+    later ones are said and otherwise ignored, so teardown and the results always finish. After SIGHUP (the
+    terminal is gone) output goes to console.log in the results folder."""
+
+    HANDLED = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
+
+    def __init__(self, log_dir: Path) -> None:
+        self.log_dir, self.received, self.finishing = log_dir, [], False
+        self.old: dict[int, Any] = {}
+
+    def install(self) -> None:
+        if threading.current_thread() is threading.main_thread():
+            for s in self.HANDLED:
+                self.old[s] = signal.signal(s, self._handle)
+
+    def restore(self) -> None:
+        for s, h in self.old.items():
+            signal.signal(s, h)
+
+    def _handle(self, signum: int, _frame: Any) -> None:
+        name = signal.Signals(signum).name
+        self.received.append(name)
+        if signum == signal.SIGHUP:
+            sys.stdout = sys.stderr = (self.log_dir / "console.log").open("a", buffering=1)
+        if self.finishing:
+            print(f"\n{name}: still tearing down and writing the results (measured rows are on disk already)",
+                  flush=True)  # fmt: skip
+            return
+        raise Interrupted(name)
+
+
+class Progress:
+    def __init__(self, total: int) -> None:
+        self.total, self.done, self.t0 = total, 0, time.monotonic()
+
+    def step(self, what: str) -> None:
+        elapsed = time.monotonic() - self.t0
+        eta = "?" if not self.done else f"{elapsed / self.done * (self.total - self.done):.0f}s"
+        pct = 100 * self.done / self.total
+        print(f"[{self.done + 1}/{self.total} {pct:3.0f}% elapsed {elapsed:.0f}s ETA {eta}] {what}", flush=True)
+
+    def finish(self) -> None:
+        self.done += 1
+
+
+def manifest(plan: Any, run_id: str, started: str, images: dict[str, str]) -> dict[str, Any]:
+    e = plan.base
+    return {
+        "schema_version": 1,
+        "experiment": e.name,
+        "run_id": run_id,
+        "profile": plan.profile,
+        "spec_file": str(plan.source),
+        "spec": plan.raw,
+        "points": [{"id": p.id, "values": p.values, "label": p.label()} for p in plan.points],
+        "git_commit": environment.git_commit(),
+        "images": images,
+        "kernel": environment.static()["kernel"],
+        "host": environment.static(),
+        "tool_versions": environment.tool_versions(),
+        "impairment_backend": None,  # set once probed
+        "random_seed": e.random_seed,
+        "started_at": started,
+        "finished_at": None,
+        "environment": {"static": environment.static(), "dynamic": environment.dynamic()},
+        "axes": list(e.sweep),
+        "columns": list(dict.fromkeys(c for p in plan.points for c in p.experiment.columns())),
+    }
+
+
+def teardown(lab: Any, ledger: Any) -> list[str]:
+    """Best effort, object by object: the lab, the monitoring stack, then whatever the ledger still lists
+    but the run record; returns every failure (left in the ledger for `clean`)."""
+    failures: list[str] = []
+    if lab is not None:
+        lab.teardown()
+        failures += lab.teardown_failures
+    try:
+        monitor.down()
+    except Exception as exc:
+        log.warning("teardown: monitoring: %s", exc)  # the ledger sweep below removes it by its labels
+    failures += ledger.sweep("session")
+    for scope in {e.get("scope") for e in ledger.entries()} - {"session", None}:
+        failures += ledger.sweep(scope)
+    return failures
+
+
+def best_effort(fn: Any, default: Any) -> Any:
+    try:
+        return fn()
+    except Exception as exc:
+        log.warning("%s: %s", getattr(fn, "__name__", fn), exc)
+        return default

@@ -1,0 +1,51 @@
+"""The end of a run: tidy.csv, faults.csv, summary.json and the report from what was measured."""
+
+from __future__ import annotations
+
+import csv
+import json
+from pathlib import Path
+from typing import Any
+
+
+def finish(rundir: Any, plan: Any, rows: list[dict[str, Any]], fault_rows: list[dict[str, Any]],
+           invalid: list[str], guard: dict[str, Any], self_checks: list[dict[str, Any]]) -> bool:  # fmt: skip
+    """Write what was measured and say whether the run is valid."""
+    from ..results import checks, render
+
+    e = plan.base
+    columns = list(dict.fromkeys(c for p in plan.points for c in p.experiment.columns()))
+    rundir.write_tidy(rows, list(e.sweep), columns)
+    if fault_rows:
+        with (rundir.path / "faults.csv").open("w", newline="") as f:
+            w = csv.DictWriter(f, fieldnames=list(fault_rows[0]))
+            w.writeheader()
+            w.writerows(fault_rows)
+    measured = {r["point"] for r in rows}
+    reasons = invalid + ([] if rows else ["nothing was measured"])
+    points = [p for p in plan.points if p.id in measured]
+    summary = checks.build_summary(e.name, rundir.run_id, points, rows, columns, reasons, guard)
+    summary["self_check"] = {
+        "directions": len(self_checks),
+        "passed": all(r["passed"] for r in self_checks),
+        "failures": [f"{r['from']}->{r['to']}: {f}" for r in self_checks for f in r["failures"]],
+    }
+    rundir.write_json("summary.json", summary)
+    try:
+        render.render_all(rundir.path)
+    except Exception as exc:  # the measured data is safe; say how to regenerate
+        print(f"rendering the report failed ({exc}); rerun `protolab report {rundir.path}`", flush=True)
+    print_summary(summary, rundir.path)
+    return bool(summary["valid"])
+
+
+def print_summary(summary: dict[str, Any], path: Path) -> None:
+    print(f"\n{'VALID' if summary['valid'] else 'INVALID'} run {summary['run_id']}: "
+          f"{summary['checks_passed']} check(s) passed, {summary['checks_failed']} failed")  # fmt: skip
+    for c in summary["checks"]:
+        if not c["passed"]:
+            where = json.dumps(c["values"])
+            print(f"  FAILED {c['name']} at {c['point']} ({where}): measured {c['measured']}, bound {c['bound']}")
+    for r in summary["invalid_reasons"]:
+        print(f"  invalid: {r}")
+    print(f"results: {path}\nreport:  {path / 'report.html'}", flush=True)
