@@ -27,6 +27,7 @@ import (
 	"testing"
 	"time"
 
+	"protolab/agents/internal/netnstestbed"
 	"protolab/agents/metrics"
 )
 
@@ -38,7 +39,7 @@ var (
 // requireNFQueue skips the test, saying why, when it cannot run here.
 func requireNFQueue(t *testing.T) {
 	t.Helper()
-	nfqOnce.Do(func() { nfqErr = NFQueueUsable() })
+	nfqOnce.Do(func() { nfqErr = netnstestbed.NFQueueUsable() })
 	if nfqErr != nil {
 		t.Skipf("root integration test skipped: %v", nfqErr)
 	}
@@ -46,7 +47,7 @@ func requireNFQueue(t *testing.T) {
 
 func TestMain(m *testing.M) {
 	if os.Geteuid() == 0 {
-		RemoveStaleTestbeds()
+		netnstestbed.RemoveStale()
 	}
 	os.Exit(m.Run())
 }
@@ -54,18 +55,18 @@ func TestMain(m *testing.M) {
 var testQueue uint16 = 3100
 
 // startBed makes a test bed and starts linkem on it with c.
-func startBed(t *testing.T, c Config) (*Testbed, *Linkem) {
+func startBed(t *testing.T, c Config) (*netnstestbed.Testbed, *Linkem) {
 	t.Helper()
 	return startBedOpts(t, c, StartOptions{})
 }
 
 // startBedOpts is startBed with start options (Queue, Name, Seed and NetNS
 // are filled in).
-func startBedOpts(t *testing.T, c Config, o StartOptions) (*Testbed, *Linkem) {
+func startBedOpts(t *testing.T, c Config, o StartOptions) (*netnstestbed.Testbed, *Linkem) {
 	t.Helper()
 	requireNFQueue(t)
 	testQueue++
-	tb, err := NewTestbed("it", testQueue)
+	tb, err := netnstestbed.New("it", testQueue)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -103,11 +104,11 @@ type sink struct {
 
 const payloadMagic = 0x5a
 
-func newSink(t *testing.T, tb *Testbed, port int) *sink {
+func newSink(t *testing.T, tb *netnstestbed.Testbed, port int) *sink {
 	return newSinkAt(t, tb, tb.AddrB, port)
 }
 
-func newSinkAt(t *testing.T, tb *Testbed, addr net.IP, port int) *sink {
+func newSinkAt(t *testing.T, tb *netnstestbed.Testbed, addr net.IP, port int) *sink {
 	t.Helper()
 	c, err := tb.ListenUDP(tb.NSB, &net.UDPAddr{IP: addr, Port: port})
 	if err != nil {
@@ -154,11 +155,11 @@ type sender struct {
 	conn *net.UDPConn
 }
 
-func newSender(t *testing.T, tb *Testbed, port int) *sender {
+func newSender(t *testing.T, tb *netnstestbed.Testbed, port int) *sender {
 	return newSenderTo(t, tb, tb.AddrB, port)
 }
 
-func newSenderTo(t *testing.T, tb *Testbed, dst net.IP, port int) *sender {
+func newSenderTo(t *testing.T, tb *netnstestbed.Testbed, dst net.IP, port int) *sender {
 	t.Helper()
 	var c *net.UDPConn
 	err := InNetNS(tb.NSPath(tb.NSA), func() error {
@@ -200,7 +201,7 @@ func (s *sender) sendPaced(t *testing.T, n, size, burst int, gap time.Duration) 
 // ICMP echo requests from A to B and, over IPv6, to the all-nodes group
 // ff02::1 on A's veth. The queue rule must leave it alone: linkem's
 // counters are compared with what the sink received.
-func sendNoise(t *testing.T, tb *Testbed, v6 bool, n int) {
+func sendNoise(t *testing.T, tb *netnstestbed.Testbed, v6 bool, n int) {
 	t.Helper()
 	network, dsts := "ip4:icmp", []*net.IPAddr{{IP: tb.AddrB}}
 	echo := []byte{8, 0, 0, 0, 0x12, 0x34, 0, 0, 'n', 'o', 'i', 's', 'e', 0, 0, 0}
@@ -273,7 +274,7 @@ type pinger struct {
 	done chan struct{}
 }
 
-func newPinger(t *testing.T, tb *Testbed, port int) *pinger {
+func newPinger(t *testing.T, tb *netnstestbed.Testbed, port int) *pinger {
 	t.Helper()
 	echo, err := tb.ListenUDP(tb.NSB, &net.UDPAddr{IP: tb.AddrB, Port: port})
 	if err != nil {

@@ -28,6 +28,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"protolab/agents/internal/hoststats"
+	"protolab/agents/internal/netnstestbed"
 	"protolab/agents/linkem"
 )
 
@@ -150,7 +151,7 @@ func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 		}
 		o.bin = exe
 	}
-	if err := linkem.NFQueueUsable(); err != nil {
+	if err := netnstestbed.NFQueueUsable(); err != nil {
 		fmt.Fprintf(stderr, "protolab-linkem bench: cannot run here: %v\n", err)
 		return 1
 	}
@@ -241,7 +242,7 @@ func bench(ctx context.Context, o benchOpts, logw io.Writer) (*BenchResult, erro
 			}
 		}()
 	}
-	tb, err := linkem.NewTestbed("bn", uint16(o.queue))
+	tb, err := netnstestbed.New("bn", uint16(o.queue))
 	if err != nil {
 		return nil, err
 	}
@@ -369,7 +370,7 @@ var benchEpoch = time.Now()
 
 func nowNS() int64 { return int64(time.Since(benchEpoch)) }
 
-func newBenchReceiver(tb *linkem.Testbed) (*benchReceiver, error) {
+func newBenchReceiver(tb *netnstestbed.Testbed) (*benchReceiver, error) {
 	c, err := tb.ListenUDP(tb.NSB, &net.UDPAddr{IP: tb.AddrB, Port: 9000})
 	if err != nil {
 		return nil, err
@@ -424,7 +425,7 @@ type benchSender struct {
 	pc   *ipv4.PacketConn
 }
 
-func newBenchSender(tb *linkem.Testbed, port int) (*benchSender, error) {
+func newBenchSender(tb *netnstestbed.Testbed, port int) (*benchSender, error) {
 	var c *net.UDPConn
 	err := linkem.InNetNS(tb.NSPath(tb.NSA), func() error {
 		var err error
@@ -526,7 +527,7 @@ func throughputRun(ctx context.Context, tx *benchSender, count func() float64, s
 }
 
 // vethRxPackets is the receive packet counter of B's veth end.
-func vethRxPackets(tb *linkem.Testbed) float64 {
+func vethRxPackets(tb *netnstestbed.Testbed) float64 {
 	var v float64
 	_ = linkem.InNetNS(tb.NSPath(tb.NSB), func() error {
 		devs, err := hoststats.ReadNetDev("/proc/thread-self")
@@ -549,7 +550,7 @@ type benchChild struct {
 	err    error
 }
 
-func startLinkem(ctx context.Context, tb *linkem.Testbed, o benchOpts, pinned bool) (*benchChild, error) {
+func startLinkem(ctx context.Context, tb *netnstestbed.Testbed, o benchOpts, pinned bool) (*benchChild, error) {
 	args := []string{o.bin, "--netns", tb.NSPath(tb.NSB), "--queue", fmt.Sprint(o.queue),
 		"--listen", "127.0.0.1:0", "--log-level", "warn", "--name", "bench", "--busy-poll", o.busyPoll.String()}
 	if pinned {

@@ -20,6 +20,7 @@ import (
 	"testing"
 	"time"
 
+	"protolab/agents/internal/netnstestbed"
 	"protolab/agents/linkem"
 )
 
@@ -47,7 +48,7 @@ func TestMain(m *testing.M) {
 		os.Exit(0)
 	}
 	if os.Geteuid() == 0 {
-		linkem.RemoveStaleTestbeds()
+		netnstestbed.RemoveStale()
 	}
 	os.Exit(m.Run())
 }
@@ -127,7 +128,7 @@ func TestFlags(t *testing.T) {
 // requireRoot skips with the reason when the namespace tests cannot run.
 func requireRoot(t *testing.T) {
 	t.Helper()
-	if err := linkem.NFQueueUsable(); err != nil {
+	if err := netnstestbed.NFQueueUsable(); err != nil {
 		t.Skipf("root integration test skipped: %v", err)
 	}
 }
@@ -212,7 +213,7 @@ func startChild(t *testing.T, ns string, args ...string) *child {
 }
 
 // metric reads one sample from /metrics.
-func metric(t *testing.T, tb *linkem.Testbed, addr, name string) float64 {
+func metric(t *testing.T, tb *netnstestbed.Testbed, addr, name string) float64 {
 	t.Helper()
 	resp, err := tb.HTTPClient(tb.NSB).Get("http://" + addr + "/metrics")
 	if err != nil {
@@ -235,7 +236,7 @@ func metric(t *testing.T, tb *linkem.Testbed, addr, name string) float64 {
 // at once and exits 0, after which the queue bypass lets traffic through.
 func TestProcessSIGTERMReleasesHeld(t *testing.T) {
 	requireRoot(t)
-	tb, err := linkem.NewTestbed("cm", 3900)
+	tb, err := netnstestbed.New("cm", 3900)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -370,7 +371,7 @@ func TestBenchLeavesNoNamespaces(t *testing.T) {
 // the TCP listener serves metrics and answers 404 on /config.
 func TestProcessControlSocket(t *testing.T) {
 	requireRoot(t)
-	tb, err := linkem.NewTestbed("cs", 3902)
+	tb, err := netnstestbed.New("cs", 3902)
 	if err != nil {
 		t.Fatal(err)
 	}

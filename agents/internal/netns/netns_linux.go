@@ -1,4 +1,6 @@
-package linkem
+// Package netns runs code inside another network namespace, for the link
+// emulator and its test bed.
+package netns
 
 import (
 	"fmt"
@@ -8,11 +10,11 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// InNetNS runs fn on an OS thread of its own that is switched into the
+// Run runs fn on an OS thread of its own that is switched into the
 // network namespace at path (/run/netns/NAME, /proc/PID/ns/net, ...), and
 // switched back before the thread is given back to the Go scheduler.
 // Sockets fn creates stay in that namespace. With path "" fn runs as is.
-func InNetNS(path string, fn func() error) error {
+func Run(path string, fn func() error) error {
 	if path == "" {
 		return fn()
 	}

@@ -1,4 +1,7 @@
-package linkem
+// Package netnstestbed is a throw-away pair of network namespaces joined by
+// a veth pair, for the link emulator's root tests and its benchmark. It
+// never touches the root namespace.
+package netnstestbed
 
 import (
 	"context"
@@ -14,16 +17,16 @@ import (
 	"time"
 
 	"golang.org/x/sys/unix"
+
+	"protolab/agents/internal/netns"
 )
 
-// Testbed is a pair of network namespaces joined by a veth pair, for
-// linkem's integration tests and its benchmark: A (plabt-P-PID-N-a,
-// interface plt-...a, 192.0.2.1/24) sends to B (plabt-P-PID-N-b, interface
-// plt-...b, 192.0.2.2/24), whose mangle PREROUTING rule queues the UDP
-// datagrams A sends to B (QueueRule). Everything it creates carries the
-// plabt-/plt- prefixes and goes away with Close (deleting a namespace
-// deletes its veth end and its iptables rules). It never touches the root
-// namespace.
+// Testbed is namespace A (plabt-P-PID-N-a, interface plt-...a,
+// 192.0.2.1/24) sending to B (plabt-P-PID-N-b, interface plt-...b,
+// 192.0.2.2/24), whose mangle PREROUTING rule queues the UDP datagrams A
+// sends to B (QueueRule). Everything it creates carries the plabt-/plt-
+// prefixes and goes away with Close (deleting a namespace deletes its veth
+// end and its iptables rules).
 type Testbed struct {
 	Tag      string
 	NSA, NSB string // namespace names
@@ -39,10 +42,10 @@ type Testbed struct {
 
 var testbedSeq atomic.Uint32
 
-// NewTestbed creates the namespaces and the veth pair. prefix (at most 3
+// New creates the namespaces and the veth pair. prefix (at most 3
 // characters) helps telling test beds apart; the process id and a counter
 // make the names unique.
-func NewTestbed(prefix string, queue uint16) (*Testbed, error) {
+func New(prefix string, queue uint16) (*Testbed, error) {
 	if len(prefix) > 3 {
 		prefix = prefix[:3]
 	}
@@ -104,7 +107,7 @@ func NewTestbed(prefix string, queue uint16) (*Testbed, error) {
 
 func ifaceMAC(ns, name string) (string, error) {
 	var mac string
-	err := InNetNS(ns, func() error {
+	err := netns.Run(ns, func() error {
 		ifi, err := net.InterfaceByName(name)
 		if err != nil {
 			return err
@@ -132,7 +135,7 @@ func (tb *Testbed) SetMTU(mtu int) error {
 		runCmd("ip", "-n", tb.NSB, "link", "set", tb.IfB, "mtu", fmt.Sprint(mtu)))
 }
 
-// NSPath is the path of a namespace of the bed, for InNetNS and --netns.
+// NSPath is the path of a namespace of the bed, for netns.Run and --netns.
 func (tb *Testbed) NSPath(name string) string { return "/run/netns/" + name }
 
 // QueueRule is the iptables rule (after "-t mangle -A") that queues the
@@ -198,7 +201,7 @@ func (tb *Testbed) Close() error {
 // ListenUDP opens a UDP socket in namespace ns bound to addr.
 func (tb *Testbed) ListenUDP(ns string, addr *net.UDPAddr) (*net.UDPConn, error) {
 	var c *net.UDPConn
-	err := InNetNS(tb.NSPath(ns), func() error {
+	err := netns.Run(tb.NSPath(ns), func() error {
 		var err error
 		c, err = net.ListenUDP("udp", addr)
 		return err
@@ -213,7 +216,7 @@ func (tb *Testbed) HTTPClient(ns string) *http.Client {
 	tr := &http.Transport{
 		DialContext: func(ctx context.Context, network, addr string) (net.Conn, error) {
 			var c net.Conn
-			err := InNetNS(path, func() error {
+			err := netns.Run(path, func() error {
 				var err error
 				c, err = (&net.Dialer{Timeout: 5 * time.Second}).DialContext(ctx, network, addr)
 				return err
@@ -225,10 +228,10 @@ func (tb *Testbed) HTTPClient(ns string) *http.Client {
 	return &http.Client{Transport: tr, Timeout: 10 * time.Second}
 }
 
-// RemoveStaleTestbeds deletes the namespaces of test beds whose process
+// RemoveStale deletes the namespaces of test beds whose process
 // is gone (one killed before its cleanup ran): plabt-PREFIX-PID-SEQ-a/b
 // with PID not running. Namespaces of live processes are left alone.
-func RemoveStaleTestbeds() {
+func RemoveStale() {
 	entries, err := os.ReadDir("/run/netns")
 	if err != nil {
 		return
