@@ -192,8 +192,10 @@ def main(argv: list[str] | None = None) -> int:
     except ProtolabError as exc:
         print(f"protolab {a.command}: {exc}", file=sys.stderr)
         return exc.exit_status
-    except RuntimeError as exc:
-        print(f"protolab {a.command}: {exc}", file=sys.stderr)
+    except Exception as exc:  # not one of ours: a message, and the traceback only when asked for
+        if a.verbose:
+            raise
+        print(f"protolab {a.command}: {type(exc).__name__}: {exc} (-v shows where)", file=sys.stderr)
         return EXIT_ERROR
 
 

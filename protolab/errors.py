@@ -52,3 +52,15 @@ class TaskHungError(ProtolabError):
 
 class ExecTimeoutError(ProtolabError):
     """A command inside a node ran past its timeout (and was killed)."""
+
+
+class LabError(ProtolabError):
+    """Deploying or using a lab failed (containers, Mininet, routes, leftovers of earlier runs)."""
+
+
+class MonitoringError(ProtolabError):
+    """Prometheus or Grafana did not come up, answer or scrape as needed."""
+
+
+class ImageError(ProtolabError):
+    """A container image is missing or could not be built."""

@@ -15,6 +15,7 @@ import time
 from pathlib import Path
 
 from .environment import git_commit
+from .errors import ImageError
 from .shell import CommandError, ok, run
 
 REPO = Path(__file__).resolve().parent.parent
@@ -46,7 +47,7 @@ def ensure_base() -> None:
     if ok(["docker", "pull", BASE], timeout=60):
         return
     if not shutil.which("debootstrap"):
-        raise RuntimeError(f"cannot pull {BASE} and debootstrap is not installed (run `make setup`)")
+        raise ImageError(f"cannot pull {BASE} and debootstrap is not installed (run `make setup`)")
     t0 = time.monotonic()
     say(f"no registry reachable: bootstrapping {BASE} locally with debootstrap from {MIRROR} (about a minute)")
     with tempfile.TemporaryDirectory(prefix="protolab-rootfs-") as root:
@@ -102,7 +103,7 @@ def build(name: str, force: bool = False) -> bool:
         run(["docker", "build", "-q", "-t", ref, "--label", f"{HASH_LABEL}={want}", "--build-arg", f"REVISION={rev}",
              str(IMAGES / name)], timeout=1200)  # fmt: skip
     except CommandError as exc:
-        raise RuntimeError(f"building {ref} failed:\n{exc.stderr[-3000:]}") from None
+        raise ImageError(f"building {ref} failed:\n{exc.stderr[-3000:]}") from None
     say(f"built {ref} in {time.monotonic() - t0:.1f}s")
     return True
 

@@ -29,7 +29,7 @@ import docker
 import docker.errors
 
 from . import dockerhost, firewall, impair, naming, ownership
-from .errors import ExecTimeoutError, ProtolabError
+from .errors import ExecTimeoutError, LabError, ProtolabError
 from .impair import Endpoint, Impairment, LinkImpairment
 from .linkstate import LinkState
 from .ownership import Ledger
@@ -49,7 +49,7 @@ def _mininet():
     try:
         from mininet import link, net, node, nodelib  # noqa: F401
     except ImportError as exc:
-        raise RuntimeError(f"Mininet is not importable ({exc}); run `make setup`") from None
+        raise LabError(f"Mininet is not importable ({exc}); run `make setup`") from None
     return link, net, node, nodelib
 
 
@@ -78,7 +78,7 @@ def _shell_start(self: Any, prefix: list[str], new_session: bool) -> None:
         if data and data[-1] == chr(127):
             break
         if self.shell.poll() is not None or time.monotonic() > deadline:
-            raise RuntimeError(f"{self.name}: node shell did not start ({' '.join(cmd)}): {data!r}")
+            raise LabError(f"{self.name}: node shell did not start ({' '.join(cmd)}): {data!r}")
         self.pollOut.poll(100)
     self.waiting = False
     self.cmd("unset HISTFILE; stty -echo; set +m")
@@ -312,7 +312,7 @@ class Lab:
                 c = self.client.containers.run(image, **kwargs)
             except docker.errors.ImageNotFound:
                 self.ledger.gone(entry)
-                raise RuntimeError(f"{host.name}: image {image} not found; run `make images`") from None
+                raise LabError(f"{host.name}: image {image} not found; run `make images`") from None
             c.reload()
             ip = c.attrs["NetworkSettings"]["Networks"][naming.MGMT_NETWORK]["IPAddress"]
             return NodeRuntime(host.name, host.role, image, c, c.attrs["State"]["Pid"], ip)
@@ -327,7 +327,7 @@ class Lab:
                 except Exception as exc:
                     errors.append(str(exc))
         if errors:
-            raise RuntimeError("starting containers failed: " + "; ".join(errors))
+            raise LabError("starting containers failed: " + "; ".join(errors))
 
     def _build_network(self) -> None:
         _link, net_mod, _node, _nodelib = _mininet()
@@ -421,7 +421,7 @@ class Lab:
                 out = mn.cmd("ip route show")
                 for dst, _gw in h.routes:
                     if dst not in out:
-                        raise RuntimeError(f"{h.name}: route to {dst} missing after configuration:\n{out}")
+                        raise LabError(f"{h.name}: route to {dst} missing after configuration:\n{out}")
 
     # -- use -------------------------------------------------------------------------------------
     def ip(self, node: str, intf: int = 0) -> str:

@@ -29,6 +29,7 @@ from typing import Any
 import requests
 
 from . import dockerhost, naming
+from .errors import MonitoringError
 from .shell import CommandError, run
 
 REPO = Path(__file__).resolve().parent.parent
@@ -81,7 +82,7 @@ def _private(path: Path, mode: int) -> None:
     """Refuse a secret (or its directory) that someone else owns or that others may read."""
     st = path.stat()
     if st.st_uid != os.geteuid() or st.st_mode & 0o777 & ~mode:
-        raise RuntimeError(
+        raise MonitoringError(
             f"{path}: owner uid {st.st_uid}, mode {st.st_mode & 0o777:04o}; a protolab secret must be owned by uid "
             f"{os.geteuid()} with mode {mode:04o} at most (fix it, or set PROTOLAB_SECRETS_DIR elsewhere)"
         )
@@ -112,7 +113,7 @@ def grafana_admin_password() -> str:
     _private(path, 0o600)
     password = path.read_text().strip()
     if not password or password == GRAFANA_ADMIN_USER:
-        raise RuntimeError(f"{path}: empty or 'admin', which Grafana must never get; remove the file to make a new one")
+        raise MonitoringError(f"{path}: empty or 'admin', which Grafana must never get; remove it to make a new one")
     return password
 
 
@@ -214,7 +215,8 @@ class Prometheus:
         r = self.session.get(self.url + path, params=params, timeout=10)
         body = r.json() if r.headers.get("content-type", "").startswith("application/json") else {}
         if r.status_code != 200 or body.get("status") != "success":
-            raise RuntimeError(f"prometheus {path} {params}: HTTP {r.status_code}: {body.get('error', r.text[:200])}")
+            why = body.get("error", r.text[:200])
+            raise MonitoringError(f"prometheus {path} {params}: HTTP {r.status_code}: {why}")
         return body["data"]
 
     def wait_ready(self, timeout: float = 60) -> None:
@@ -226,7 +228,7 @@ class Prometheus:
             except requests.RequestException:
                 pass
             time.sleep(0.3)
-        raise RuntimeError(f"Prometheus at {self.url} not ready after {timeout:g}s (see `docker logs plab-prometheus`)")
+        raise MonitoringError(f"Prometheus at {self.url} not ready after {timeout:g}s (`docker logs plab-prometheus`)")
 
     def wait_targets(self, nodes: set[str], timeout: float = 30) -> None:
         """Until every node's agent has been scraped successfully."""
@@ -239,7 +241,7 @@ class Prometheus:
             if not missing:
                 return
             time.sleep(0.3)
-        raise RuntimeError(f"Prometheus never scraped the agents of {sorted(missing)} within {timeout:g}s")
+        raise MonitoringError(f"Prometheus never scraped the agents of {sorted(missing)} within {timeout:g}s")
 
     def query(self, expr: str, at: float | None = None) -> list[dict[str, Any]]:
         params: dict[str, Any] = {"query": expr}

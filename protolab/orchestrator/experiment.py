@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from .. import dockerhost, environment, guard, impair, monitor, naming, ownership, selfcheck, topo
-from ..errors import EXIT_INTERRUPTED, EXIT_INVALID, EXIT_OK
+from ..errors import EXIT_INTERRUPTED, EXIT_INVALID, EXIT_OK, ImageError, LabError
 from ..exporter import FaultExporter
 from ..lab import Lab
 from ..spec import NodeSpec, Plan, Point
@@ -151,7 +151,7 @@ class ExperimentRun:
         removed, failures = ownership.sweep_dead()
         self.manifest["removed_leftovers"] = removed
         for f in failures:
-            raise RuntimeError(f"cannot remove what an earlier run left: {f} (try `protolab clean`)")
+            raise LabError(f"cannot remove what an earlier run left: {f} (try `protolab clean`)")
 
     def _choose_backend(self) -> None:
         e = self.plan.base
@@ -306,4 +306,4 @@ def _image_id(client: Any, ref: str) -> str:
     try:
         return client.images.get(ref).id
     except Exception:
-        raise RuntimeError(f"image {ref} is not built; run `make images`") from None
+        raise ImageError(f"image {ref} is not built; run `make images`") from None

@@ -1,0 +1,31 @@
+"""One mapping from errors to what the user sees: our errors as a message and their exit status, anything
+else as one line (the traceback only with -v)."""
+
+from __future__ import annotations
+
+import pytest
+
+from protolab import cli
+from protolab.errors import EXIT_BUSY, EXIT_ERROR, LabBusyError
+
+
+def _failing(monkeypatch, exc):
+    def boom(_args):
+        raise exc
+
+    monkeypatch.setattr(cli, "cmd_report", boom)
+
+
+def test_our_errors_print_their_message_and_exit_status(monkeypatch, capsys):
+    _failing(monkeypatch, LabBusyError({"pid": 42, "command": "run", "run_id": "r1"}))
+    assert cli.main(["report", "x"]) == EXIT_BUSY
+    err = capsys.readouterr().err
+    assert err.startswith("protolab report: the lab state of this machine is held by PID 42") and "Traceback" not in err
+
+
+def test_anything_else_is_one_line_and_the_traceback_only_with_verbose(monkeypatch, capsys):
+    _failing(monkeypatch, ValueError("bad value"))
+    assert cli.main(["report", "x"]) == EXIT_ERROR
+    assert capsys.readouterr().err == "protolab report: ValueError: bad value (-v shows where)\n"
+    with pytest.raises(ValueError, match="bad value"):
+        cli.main(["-v", "report", "x"])
