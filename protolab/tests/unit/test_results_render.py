@@ -1,4 +1,5 @@
-"""protolab.results.render: tables, plots and report.html from a synthetic results folder."""
+"""protolab.results.render (with tables, plots, report_html): tables, plots and report.html from a synthetic
+results folder."""
 
 import base64
 import csv
@@ -15,7 +16,7 @@ from protolab import spec
 from protolab.model.report import Knee
 from protolab.results import RunDir, build_summary, render_all
 from protolab.results.display import axis_str
-from protolab.results.render import PALETTE, REFERENCE_COLOR
+from protolab.results.plots import PALETTE, REFERENCE_COLOR
 
 MINI = Path(__file__).parent / "fixtures" / "results" / "mini.yaml"
 PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
@@ -254,7 +255,8 @@ def test_missing_summary_and_tidy_still_render(tmp_path):
 
 
 def test_knee_finds_where_delivery_stops_keeping_up():
-    from protolab.results.render import KneeData, Sweep
+    from protolab.results.sweep import Sweep
+    from protolab.results.tables import KneeData
 
     sweep = Sweep(["size", "rate"], {"size": ["96B", "1024B"], "rate": ["1000", "2000", "5000", "10000"]})
     got = {  # (size, rate) -> delivered; 96 B keeps up to 5000, 1024 B falls behind at 2000 and recovers at 5000

@@ -3,11 +3,11 @@
 from __future__ import annotations
 
 from protolab.model.report import Plot, Table
+from protolab.orchestrator.experiment import _cell
 from protolab.results.display import axis_str
 from protolab.results.plots import plot_png
 from protolab.results.sweep import Sweep
 from protolab.results.tables import TableData
-from protolab.orchestrator.experiment import _cell
 
 AXES = {"layout": ["baseline", "switched"], "load": ["250/1k", "450/5k"], "budget": ["0.03", "null"]}
 

@@ -1,0 +1,248 @@
+"""report.html: one self-contained file (CSS inline, plots as data URIs, no external references), rendered
+with jinja2 from templates/report.html.j2."""
+
+from __future__ import annotations
+
+import base64
+import json
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+import yaml
+from jinja2 import Environment, FileSystemLoader, StrictUndefined
+
+from ..model.report import Plot
+from .display import Display, axis_str
+from .stats import clean
+from .sweep import Sweep
+from .tables import TableData
+
+TEMPLATES = Path(__file__).resolve().parent / "templates"
+REPORT_TEMPLATE = "report.html.j2"
+
+
+def _kv(d: Mapping[str, Any] | None) -> list[tuple[str, str]]:
+    def show(v: Any) -> str:
+        if isinstance(v, (dict, list)):
+            return json.dumps(v, sort_keys=True, ensure_ascii=False)
+        return "" if v is None else str(v)
+
+    return [(str(k), show(v)) for k, v in (d or {}).items()]
+
+
+def _check_rows(summary: Mapping[str, Any], sweep: Sweep) -> list[dict[str, Any]]:
+    out = []
+    # failures first (stable: in point order within each), so a glance at the top tells what went wrong
+    for c in sorted(summary.get("checks") or [], key=lambda c: bool(c.get("passed"))):
+        bound = c.get("bound") or {}
+        lo, hi = bound.get("min"), bound.get("max")
+        binomial = c.get("trials_column") is not None  # measured is a proportion; the bound is its interval
+        column = f"{c['column']}_as_ratio" if binomial else c["column"]
+        disp = Display.for_column(column, [v for v in (c.get("measured"), lo, hi) if v is not None])
+        values = {k: axis_str(v) for k, v in (c.get("values") or {}).items()}
+        out.append(
+            {
+                "name": c["name"],
+                "point": c.get("point", ""),
+                "label": sweep.point_labels.get(c.get("point", "")) or ", ".join(f"{k}={v}" for k, v in values.items()),
+                "column": c["column"],
+                "measured": disp.with_unit(c.get("measured")) if c.get("measured") is not None else "not measured",
+                "bound": (
+                    f"{disp.with_unit(c.get('target'))} inside the {100 * (c.get('confidence') or 0):g}% interval "
+                    + disp.bound(lo, hi)
+                    if binomial
+                    else disp.bound(lo, hi)
+                ),
+                "passed": bool(c.get("passed")),
+                "value": c.get("measured"),
+                "disp": disp,
+            }
+        )
+    return out
+
+
+def _check_groups(rows: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
+    """One line per check over all the points it ran at (failures first): how many passed, the measured range."""
+    groups: dict[tuple[str, str], list[Mapping[str, Any]]] = {}
+    for r in rows:
+        groups.setdefault((r["name"], r["column"]), []).append(r)
+    out = []
+    for (name, column), rs in groups.items():
+        vals = clean(r["value"] for r in rs)
+        disp = rs[0]["disp"]
+        lo, hi = (min(vals), max(vals)) if vals else (None, None)
+        measured = (
+            "not measured"
+            if lo is None
+            else disp.with_unit(lo)
+            if disp.number(lo) == disp.number(hi)
+            else f"{disp.number(lo)} .. {disp.with_unit(hi)}"
+        )
+        bounds = sorted({r["bound"] for r in rs})
+        out.append(
+            {
+                "name": name,
+                "column": column,
+                "points": len(rs),
+                "passed": sum(1 for r in rs if r["passed"]),
+                "measured": measured,
+                "bound": bounds[0] if len(bounds) == 1 else "per point",
+            }
+        )
+    return sorted(out, key=lambda g: g["passed"] == g["points"])
+
+
+def _stat_rows(summary: Mapping[str, Any], sweep: Sweep) -> list[dict[str, str]]:
+    out = []
+    for pid, cols in (summary.get("statistics") or {}).items():
+        for col, s in cols.items():
+            if not s.get("n"):
+                continue
+            disp = Display.for_column(col, [s.get("mean")])
+            ci = (
+                f"{disp.number(s['ci95_low'])} – {disp.number(s['ci95_high'])}" if s.get("ci95_low") is not None else ""
+            )
+            out.append(
+                {
+                    "point": sweep.point_labels.get(pid, pid),
+                    "column": disp.header(col),
+                    "n": str(s["n"]),
+                    "mean": disp.number(s.get("mean")),
+                    "ci": ci,
+                    "nsd": f"{s['nsd'] * 100:.2f} %" if s.get("nsd") is not None else "",
+                }
+            )
+    return out
+
+
+class _SpecDumper(yaml.SafeDumper):
+    """Multi-line strings (descriptions) as `|` blocks, as people write them."""
+
+
+def _str_block(dumper: yaml.SafeDumper, value: str) -> yaml.Node:
+    return dumper.represent_scalar("tag:yaml.org,2002:str", value, style="|" if "\n" in value else None)
+
+
+_SpecDumper.add_representer(str, _str_block)
+
+
+def _yaml(obj: Any) -> str:
+    return yaml.dump(obj, Dumper=_SpecDumper, sort_keys=False, allow_unicode=True, width=110)
+
+
+def _commit(c: Any) -> str:
+    """{'commit': 'abc..', 'dirty': False} -> 'abc.. (clean tree)'."""
+    if not isinstance(c, Mapping):
+        return str(c or "")
+    return f"{c.get('commit') or '?'} ({'uncommitted changes' if c.get('dirty') else 'clean tree'})"
+
+
+def _backend(b: Any) -> str:
+    """The impairment backend record -> 'fallback (chosen by probing): HTB + ...; netem unavailable: ...'."""
+    if not isinstance(b, Mapping):
+        return str(b or "")
+    chosen, probe = b.get("chosen"), b.get("probe") or {}
+    how = "chosen by probing" if b.get("requested") in (None, "auto") else f"requested: {b.get('requested')}"
+    parts = [f"{chosen} ({how})" + (f": {probe[chosen]['why']}" if chosen in probe else "")]
+    parts += [f"{name} {'available' if p.get('available') else 'unavailable'}: {p.get('why')}"
+              for name, p in probe.items() if name != chosen]  # fmt: skip
+    return "; ".join(parts)
+
+
+def _host(host: Any) -> str:
+    """The manifest's host: a name, or the static environment (a mapping with a hostname)."""
+    if isinstance(host, Mapping):
+        return str(host.get("hostname") or json.dumps(host, sort_keys=True))
+    return "" if host is None else str(host)
+
+
+def _duration(manifest: Mapping[str, Any]) -> str:
+    from datetime import datetime
+
+    try:
+        a = datetime.fromisoformat(str(manifest["started_at"]).replace("Z", "+00:00"))
+        b = datetime.fromisoformat(str(manifest["finished_at"]).replace("Z", "+00:00"))
+    except (KeyError, ValueError, TypeError):
+        return ""
+    secs = int((b - a).total_seconds())
+    if secs >= 3600:
+        return f"{secs // 3600}h {secs % 3600 // 60:02d}m {secs % 60:02d}s"
+    return f"{secs // 60}m {secs % 60:02d}s"
+
+
+def report_html(
+    manifest: Mapping[str, Any],
+    summary: Mapping[str, Any] | None,
+    tables: Sequence[TableData],
+    plots: Sequence[tuple[Plot, bytes]],
+    sweep: Sweep,
+    problems: Sequence[str] = (),
+) -> str:
+    env = Environment(
+        loader=FileSystemLoader(str(TEMPLATES)),
+        autoescape=True,
+        undefined=StrictUndefined,
+        keep_trailing_newline=True,
+        trim_blocks=True,
+        lstrip_blocks=True,
+    )
+    spec = manifest.get("spec") or {}
+    seed = spec.get("seed") or {}
+    environment = manifest.get("environment") or {}
+    what_ran = [
+        ("profile", manifest.get("profile") or "(none)"),
+        ("spec file", manifest.get("spec_file") or ""),
+        ("git commit", _commit(manifest.get("git_commit"))),
+        ("kernel", manifest.get("kernel") or ""),
+        ("host", _host(manifest.get("host"))),
+        ("impairment backend", _backend(manifest.get("impairment_backend"))),
+        ("random seed", "" if manifest.get("random_seed") is None else str(manifest.get("random_seed"))),
+        ("started", manifest.get("started_at") or ""),
+        ("finished", manifest.get("finished_at") or ""),
+        ("duration", _duration(manifest)),
+        ("sweep points", str(len(manifest.get("points") or []))),
+        ("repetitions", str(spec.get("repetitions", ""))),
+    ]
+    ctx = {
+        "experiment": manifest.get("experiment", ""),
+        "run_id": manifest.get("run_id", ""),
+        "profile": manifest.get("profile") or "(none)",
+        "description": spec.get("description") or "",
+        "reproduces": seed.get("reproduces") or "",
+        "seed_document": seed.get("document"),
+        "valid": None if summary is None else bool(summary.get("valid")),
+        "invalid_reasons": list((summary or {}).get("invalid_reasons") or []),
+        "checks": (checks := _check_rows(summary or {}, sweep)),
+        "check_groups": _check_groups(checks),
+        "checks_passed": (summary or {}).get("checks_passed", 0),
+        "checks_failed": (summary or {}).get("checks_failed", 0),
+        "stats": _stat_rows(summary or {}, sweep),
+        "tables": [
+            {
+                "name": t.spec.name,
+                "title": t.spec.title,
+                "headers": t.headers,
+                "nrows": len(t.spec.rows),
+                "classes": t.classes,
+                "rows": t.cells(),
+                "note": t.note,
+                "seed_note": t.seed_note,
+            }
+            for t in tables
+        ],
+        "plots": [
+            {"name": p.name, "title": p.title, "src": "data:image/png;base64," + base64.b64encode(png).decode()}
+            for p, png in plots
+        ],
+        "what_ran": [(k, v) for k, v in what_ran if v],
+        "tool_versions": _kv(manifest.get("tool_versions")),
+        "images": _kv(manifest.get("images")),
+        "env_static": _kv(environment.get("static")),
+        "env_dynamic": _kv(environment.get("dynamic")),
+        "guard": json.dumps((summary or {}).get("guard") or {}, indent=2, sort_keys=True, ensure_ascii=False),
+        "points": [(p["id"], sweep.point_labels.get(p["id"], "")) for p in manifest.get("points") or []],
+        "spec_yaml": _yaml(spec),
+        "problems": list(problems),
+    }
+    return env.get_template(REPORT_TEMPLATE).render(**ctx)
