@@ -2,8 +2,8 @@
 
 The faults and the events they expand to are data (protolab.model.faults); this module runs them. A link
 goes down the way a cable is pulled at the switch: the end in the root namespace (a bridge port; for a
-node-to-node link, the second node's end) is set down, so the other end loses carrier and keeps its
-addresses and routes, as a host does when its cable is unplugged. Every event is executed from one thread
+node-to-node link, the second node's end) is set down (protolab.linkstate), so the other end loses carrier
+and keeps its addresses and routes, as a host does when its cable is unplugged. Every event is executed from one thread
 against the monotonic clock and recorded with its planned and actual time; the recorded error is what the
 timing bound (20 ms) checks. Active faults are exported as Prometheus gauges
 (`protolab_fault_active{link,fault}`) by the orchestrator.
@@ -15,15 +15,7 @@ import threading
 import time
 from typing import Any
 
-from .impair import Endpoint
 from .model.faults import Event
-from .model.faults import Fault as Fault  # re-export for the integration tests: import it from protolab.model
-from .shell import run
-
-
-def cut_end(ends: tuple[Endpoint, Endpoint]) -> Endpoint:
-    """Which end to set down: the bridge port (root namespace) if there is one, else the second node's."""
-    return next((e for e in ends if e.pid is None), ends[1])
 
 
 class Schedule:
@@ -65,11 +57,8 @@ class Schedule:
                 self.on_event(ev)
 
     def _apply(self, ev: Event) -> None:
-        ends = self.lab.link_ends.get(ev.link) or self.lab.link_ends.get(ev.link[::-1])
-        if ends is None:
-            raise ValueError(f"no link between {ev.link[0]} and {ev.link[1]}")
+        """Through the lab's link state (protolab.linkstate), which restores it all after the phase."""
         if ev.action in ("down", "up"):
-            end = cut_end(ends)
-            run(end.cmd("ip", "link", "set", "dev", end.intf, ev.action))
+            self.lab.links.set_cable(ev.link, ev.action)
         else:
-            self.lab.set_impairment(ev.link, ev.direction, ev.impairment)
+            self.lab.links.step(ev.link, ev.direction, ev.impairment)

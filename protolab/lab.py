@@ -382,11 +382,6 @@ class Lab:
         self.links = LinkState(self.link_ends, self.backend, self.ledger)
         self.links.configure(wanted)
 
-    def set_impairment(self, link: tuple[str, str], direction: str, change: Impairment | None) -> None:
-        """A step change (protolab.linkstate.LinkState.step)."""
-        assert self.links is not None
-        self.links.step(link, direction, change)
-
     # read-only views of the link state (protolab.linkstate owns it)
     @property
     def configured(self) -> dict[tuple[str, str], tuple[Impairment, str]]:

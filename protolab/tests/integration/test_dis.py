@@ -19,8 +19,8 @@ import pytest
 from pydantic import TypeAdapter
 
 from protolab import cleanup, monitor, naming, topo
-from protolab.faults import cut_end
 from protolab.lab import Lab
+from protolab.linkstate import cut_end
 from protolab.shell import run as sh
 from protolab.spec import Task
 from protolab.workloads.dis_runner import DisRunner

@@ -9,8 +9,9 @@ import time
 import pytest
 
 from protolab import topo
-from protolab.faults import Fault, Schedule
+from protolab.faults import Schedule
 from protolab.lab import Lab
+from protolab.model.faults import Fault
 
 pytestmark = pytest.mark.integration
 INTERVAL = 0.01

@@ -23,8 +23,9 @@ from pydantic import TypeAdapter
 
 from protolab import cleanup, dashboards, monitor, topo
 from protolab.exporter import FaultExporter
-from protolab.faults import Fault, Schedule
+from protolab.faults import Schedule
 from protolab.lab import Lab
+from protolab.model.faults import Fault
 from protolab.spec import Task
 from protolab.workloads.converter_runner import ConverterRunner
 from protolab.workloads.dis_runner import DisRunner
