@@ -2,6 +2,8 @@
 
 `render_all(run_dir)` can be rerun at any time (e.g. after improving a plot) without rerunning the
 experiment; table files come out byte-identical for the same inputs.
+It is the entry point; the work is done by tables.py, plots.py and report_html.py, over the sweep as
+sweep.py reads it from the manifest and the tidy rows.
 
 - tables/<name>.csv: one row per combination of the table's `rows` axes (sweep order), per column
   `<column>_mean`, `<column>_sd`, `<column>_n` in base units (for programs).
