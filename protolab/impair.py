@@ -33,7 +33,7 @@ from typing import Any
 
 from . import monitor, naming
 from .model.impairment import MTU_FRAME_BYTES, Impairment
-from .model.impairment import LinkImpairment as LinkImpairment  # re-export for lab.py; import from model
+from .model.impairment import LinkImpairment as LinkImpairment  # re-export (lab.py, integration tests): remove
 from .registry import Registry
 from .shell import CommandError, run
 from .units import format_rate
@@ -204,8 +204,7 @@ class Linkem:
         self.rule = ["PREROUTING", *match, "-m", "comment", "--comment", naming.IMPAIR_COMMENT, "-j", "NFQUEUE",
                      "--queue-num", str(self.queue), "--queue-bypass"]  # fmt: skip
         # raw, not mangle: before connection tracking. Held in the queue after conntrack, the first packets
-        # of a new flow would each make their own unconfirmed entry, and all but one are dropped when the
-        # verdicts come (insert_failed): 15 lost pings at the start of a 270 ms link, measured.
+        # of a new flow would each make their own unconfirmed entry, all but one dropped (insert_failed).
         try:
             add_rule(receiver, "raw", self.rule)
         except CommandError:

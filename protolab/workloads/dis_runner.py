@@ -92,9 +92,8 @@ class DisRunner(WorkloadRunner[DisTask]):
         self._thread.start()
         deadline = time.monotonic() + t.calibrate + 30
         if t.busy_loop:
-            # No polling while the loop calibrates: each `docker exec` runs in the receiver's cgroup and on its
-            # CPU, and polling every 0.1 s took 10..20 % of the loop's baseline (measured: the loop then ran
-            # faster while receiving than before, and the container used 0.12 cores besides the loop).
+            # No polling while the loop calibrates: each `docker exec` runs in the receiver's cgroup and on
+            # its CPU, and would be counted against the loop's baseline.
             time.sleep(t.calibrate + 0.2)
         while time.monotonic() < deadline:
             if self._recv_out is not None:
