@@ -22,8 +22,8 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 from protolab import cleanup, environment, impair, topo
-from protolab.impair import Impairment
 from protolab.lab import Lab
+from protolab.model.impairment import Impairment
 
 OUT = Path(__file__).resolve().parent.parent / "results" / "bench"
 FULL = Impairment(rate="50Mbit", delay="10ms", jitter="1ms", loss="1%")

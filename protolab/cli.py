@@ -181,14 +181,13 @@ def main(argv: list[str] | None = None) -> int:
     logging.basicConfig(
         level=logging.DEBUG if a.verbose else logging.WARNING, format="%(levelname)s %(name)s: %(message)s"
     )
-    from .errors import EXIT_ERROR, EXIT_SPEC, ProtolabError
-    from .spec import SpecError
+    from .errors import EXIT_ERROR, ProtolabError, SpecError
 
     try:
         return a.fn(a)
-    except SpecError as exc:
+    except SpecError as exc:  # it names the file and the field already
         print(exc, file=sys.stderr)
-        return EXIT_SPEC
+        return exc.exit_status
     except ProtolabError as exc:
         print(f"protolab {a.command}: {exc}", file=sys.stderr)
         return exc.exit_status

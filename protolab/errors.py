@@ -24,6 +24,12 @@ class ProtolabError(RuntimeError):
     exit_status = EXIT_ERROR
 
 
+class SpecError(ProtolabError):
+    """A spec that cannot run: names the file, the field and why."""
+
+    exit_status = EXIT_SPEC
+
+
 class LabBusyError(ProtolabError):
     """Another live protolab process holds the machine's lab state."""
 

@@ -33,7 +33,6 @@ from typing import Any
 
 from . import monitor, naming
 from .model.impairment import MTU_FRAME_BYTES, Impairment
-from .model.impairment import LinkImpairment as LinkImpairment  # re-export (lab.py, integration tests): remove
 from .registry import Registry
 from .shell import CommandError, run
 from .units import format_rate

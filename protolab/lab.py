@@ -30,8 +30,9 @@ import docker.errors
 
 from . import dockerhost, firewall, impair, naming, ownership
 from .errors import ExecTimeoutError, LabError, ProtolabError
-from .impair import Endpoint, Impairment, LinkImpairment
+from .impair import Endpoint
 from .linkstate import LinkState
+from .model.impairment import Impairment, LinkImpairment
 from .ownership import Ledger
 from .shell import CommandError, run
 from .topo import Topology

@@ -13,7 +13,8 @@ from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 from . import impair
-from .impair import Endpoint, Impairment
+from .impair import Endpoint
+from .model.impairment import Impairment
 from .shell import run as run_command
 
 Direction = tuple[str, str]

@@ -29,7 +29,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from . import impair
-from .impair import Endpoint, Impairment
+from .impair import Endpoint
+from .model.impairment import Impairment
 from .shell import run
 from .workloads.iperf3 import Iperf3Task
 from .workloads.iperf3_runner import Iperf3Runner

@@ -24,6 +24,7 @@ import yaml
 from pydantic import Field, ValidationError, field_validator, model_validator
 
 from . import topo
+from .errors import SpecError as SpecError  # raised here; callers may import it from errors
 from .model.base import COLUMN_RE, NAME_RE, Strict
 from .model.faults import MAX_FAULT_EVENTS_PER_PHASE, Fault
 from .model.impairment import LinkImpairment
@@ -269,10 +270,6 @@ class Plan:
 
 def _short(v: Any) -> str:
     return json.dumps(v) if isinstance(v, (dict, list)) else str(v)
-
-
-class SpecError(Exception):
-    """A spec that cannot run: names the file, the field and why."""
 
 
 _REF = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)((?:\.[A-Za-z0-9_]+)*)\}")

@@ -23,6 +23,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+from ..errors import ProtolabError
 from .display import axis_str, is_measured
 
 log = logging.getLogger(__name__)
@@ -37,7 +38,7 @@ RUN_ID_RE = re.compile(r"^\d{8}T\d{6}Z-[0-9a-f]{4}$")
 _SAFE_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]*$")
 
 
-class ResultsError(Exception):
+class ResultsError(ProtolabError):
     """A results folder or file that cannot be read as the format says."""
 
 

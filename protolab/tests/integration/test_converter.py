@@ -17,8 +17,8 @@ import pytest
 from pydantic import TypeAdapter
 
 from protolab import cleanup, monitor, naming, topo
-from protolab.impair import LinkImpairment
 from protolab.lab import Lab
+from protolab.model.impairment import LinkImpairment
 from protolab.spec import Task
 from protolab.workloads.converter_runner import ConverterRunner
 

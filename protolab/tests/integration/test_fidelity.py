@@ -10,9 +10,9 @@ import sys
 
 import pytest
 
-from protolab import impair, selfcheck, topo
-from protolab.impair import LinkImpairment
+from protolab import selfcheck, topo
 from protolab.lab import Lab
+from protolab.model.impairment import Impairment, LinkImpairment
 
 pytestmark = pytest.mark.integration
 
@@ -34,7 +34,7 @@ def test_self_check_passes_a_faithful_link_and_catches_one_that_is_not(no_leftov
         assert 0 < m["rtt_base_seconds"] < 0.005 and m["rtt_added_seconds"] == pytest.approx(0.02, abs=0.001)
         assert lab.current[("h1", "s1")] == lab.configured[("h1", "s1")]  # put back after the base measurement
         # Behind the orchestrator's back the link now does something else: the self-check must say so.
-        lab.links.step(("h1", "s1"), "forward", impair.Impairment(delay="30ms", rate="15Mbit", loss="2%"))
+        lab.links.step(("h1", "s1"), "forward", Impairment(delay="30ms", rate="15Mbit", loss="2%"))
         assert lab.configured[("h1", "s1")][0].delay == 0.02  # what the spec said is unchanged
         (bad,) = selfcheck.run_all(lab, log=lambda _: None)
         assert not bad["passed"]

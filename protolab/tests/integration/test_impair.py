@@ -12,8 +12,8 @@ import pytest
 from scipy.stats import binomtest
 
 from protolab import impair, topo
-from protolab.impair import LinkImpairment
 from protolab.lab import Lab
+from protolab.model.impairment import Impairment, LinkImpairment
 from protolab.workloads.ping_runner import parse as ping_parse
 
 from .conftest import root_links
@@ -88,7 +88,7 @@ def _rtt_ms(lab: Lab, count: int = 10) -> float:
 def test_delay_and_its_step_change(name, link, no_leftovers):
     with _lab(_backend(name), {"link": link, "direction": "forward", "delay": "20ms"}) as lab:
         assert 19.5 < _rtt_ms(lab) < 22.5
-        lab.links.step(tuple(link), "forward", impair.Impairment(delay="50ms"))
+        lab.links.step(tuple(link), "forward", Impairment(delay="50ms"))
         assert 49.5 < _rtt_ms(lab) < 52.5
         assert lab.links.restore() == []
         assert 19.5 < _rtt_ms(lab) < 22.5

@@ -29,3 +29,17 @@ def test_anything_else_is_one_line_and_the_traceback_only_with_verbose(monkeypat
     assert capsys.readouterr().err == "protolab report: ValueError: bad value (-v shows where)\n"
     with pytest.raises(ValueError, match="bad value"):
         cli.main(["-v", "report", "x"])
+
+
+def test_report_loads_neither_the_spec_nor_a_lab():
+    import subprocess
+    import sys
+
+    code = ("import sys, protolab.cli; protolab.cli.main(['report', '/nonexistent']); "
+            "print(sorted(m for m in sys.modules if m.startswith('protolab')))")  # fmt: skip
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    loaded = eval(out.stdout)  # a printed list of module names
+    assert not [
+        m for m in loaded if m.split(".")[1:2] in (["spec"], ["topo"], ["lab"], ["workloads"], ["orchestrator"])
+    ]
+    assert "cannot read" in out.stderr and "ResultsError" not in out.stderr  # ours: a message, no type name

@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import pytest
 
-from protolab.impair import Backend, Endpoint, Impairment
+from protolab.impair import Backend, Endpoint
 from protolab.linkstate import LinkState
+from protolab.model.impairment import Impairment
 
 H1, S1 = Endpoint("h1-eth0", 100), Endpoint("s1-eth1")
 H2, S1b = Endpoint("h2-eth0", 200), Endpoint("s1-eth2")
