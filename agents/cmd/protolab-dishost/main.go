@@ -8,7 +8,6 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
@@ -169,15 +168,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		}
 		el := time.Since(start).Seconds()
 		p, b, e := s.Snapshot()
-		byType := map[string]uint64{}
-		for t, n := range gen.SentType {
-			byType[t.String()] = n
-		}
-		return emit(stdout, map[string]any{
-			"role": "send", "sent_packets": p, "sent_bytes": b, "send_errors": e, "elapsed_seconds": el,
-			"packets_per_second": float64(p) / el, "sent_by_group": gen.SentGroup, "sent_by_type": byType,
-			"heartbeats": gen.Heartbeat, "groups": plan.Groups, "per_group": plan.PerGroup, "size_bytes": *size,
-		})
+		return emit(stdout, dishost.SendReport(plan, *size, gen, p, b, e, el))
 	}
 
 	// recv
@@ -198,11 +189,9 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		time.Sleep(100 * time.Millisecond) // let the loop's thread start
 		c0, l0, t0 := cgroupCPU(*cgroupRoot), wl.ThreadCPU(), time.Now()
 		baseline = wl.Rate(ctx, *calibrate)
-		if c1, l1, dt := cgroupCPU(*cgroupRoot), wl.ThreadCPU(), time.Since(t0).Seconds(); c0 >= 0 && dt > 0 {
-			// The container's CPU besides the loop with no traffic (its agent, this runtime): the floor
-			// under cpu_cgroup_ratio.
-			idle = math.Max(0, (c1-c0-(l1-l0)).Seconds()/dt)
-		}
+		// The container's CPU besides the loop with no traffic (its agent, this runtime): the floor
+		// under cpu_cgroup_ratio.
+		idle = dishost.IdleCPURatio(c0, cgroupCPU(*cgroupRoot), l0, wl.ThreadCPU(), time.Since(t0).Seconds())
 		col.Work, col.Baseline = wl, func() float64 { return baseline }
 	}
 	sockets, err := r.Listen()
@@ -219,20 +208,15 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	// CPU samples every 100 ms, so that the CPU figures cover the window in
 	// which datagrams arrived (first..last), not the idle time around it.
 	_, cgOK := dishost.CgroupCPU(*cgroupRoot)
-	type sample struct {
-		t          time.Time
-		iters      uint64
-		loop, cgrp time.Duration
-	}
-	take := func() sample {
-		s := sample{t: time.Now()}
-		s.cgrp, _ = dishost.CgroupCPU(*cgroupRoot)
+	take := func() dishost.CPUSample {
+		s := dishost.CPUSample{T: time.Now()}
+		s.Cgroup, _ = dishost.CgroupCPU(*cgroupRoot)
 		if wl != nil {
-			s.iters, s.loop = wl.Iterations(), wl.ThreadCPU()
+			s.Iters, s.Loop = wl.Iterations(), wl.ThreadCPU()
 		}
 		return s
 	}
-	var samples []sample
+	var samples []dishost.CPUSample
 	var smu sync.Mutex
 	t0 := time.Now()
 	rctx, cancel := context.WithTimeout(ctx, c.duration)
@@ -257,73 +241,23 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	<-sdone
 	samples = append(samples, take())
 	el := time.Since(t0).Seconds()
-	sum := r.Snapshot()
-	out := map[string]any{
-		"role": "recv", "groups": plan.Groups, "joined_groups": r.Joined, "sockets": sockets,
-		"elapsed_seconds": el, "packets": sum.Packets, "messages": sum.Messages, "bytes": sum.Bytes,
-		"dropped": sum.Dropped, "entities": sum.Entities, "entity_timeouts": sum.Timeouts,
-		"delay_samples": sum.Delay.Count(),
-	}
-	if active := sum.Last.Sub(sum.First).Seconds(); sum.Packets > 1 && active > 0 {
-		out["active_seconds"] = active
-		out["packets_per_second"] = float64(sum.Packets-1) / active
-		out["messages_per_second"] = float64(sum.Messages) * float64(sum.Packets-1) / float64(sum.Packets) / active
-	}
-	if sum.Delay.Count() > 0 {
-		out["delay_p50_seconds"] = sum.Delay.Quantile(0.5)
-		out["delay_p99_seconds"] = sum.Delay.Quantile(0.99)
-		out["delay_mean_seconds"] = sum.Delay.Mean()
-	}
-	// The CPU window: the samples inside first..last datagram when there are
-	// at least two (else the whole receive period).
-	a, b := samples[0], samples[len(samples)-1]
-	var in []sample
-	for _, s := range samples {
-		if !sum.First.IsZero() && !s.t.Before(sum.First) && !s.t.After(sum.Last) {
-			in = append(in, s)
-		}
-	}
-	if len(in) >= 2 {
-		a, b = in[0], in[len(in)-1]
-	}
-	win := b.t.Sub(a.t).Seconds()
-	out["cpu_window_seconds"] = win
+	rec := dishost.RecvRun{Plan: plan, Joined: r.Joined, Sockets: sockets, Elapsed: el, Summary: r.Snapshot(),
+		Samples: samples, CgroupOK: cgOK}
 	if wl != nil {
-		// The loop again with no traffic, as long as it was calibrated: how far two idle measurements
-		// differ is the method's noise floor. The lost share is signed: below the floor it is noise.
+		// The loop again with no traffic, as long as it was calibrated.
 		after := wl.Rate(ctx, *calibrate)
 		wcancel()
 		wg.Wait()
-		during := float64(b.iters-a.iters) / win
-		out["work_baseline_per_second"] = baseline
-		out["work_baseline_after_per_second"] = after
-		out["work_during_per_second"] = during
-		out["cpu_busyloop_ratio"] = 1 - during/baseline
-		out["cpu_busyloop_noise_ratio"] = math.Abs(1 - after/baseline)
-		out["work_thread_cpu_seconds"] = (b.loop - a.loop).Seconds()
-		if !math.IsNaN(idle) {
-			out["cpu_cgroup_idle_ratio"] = idle
-		}
+		rec.Work = &dishost.WorkRates{Baseline: baseline, After: after, Idle: idle}
 	}
-	if cgOK && win > 0 {
-		out["cgroup_cpu_seconds"] = (b.cgrp - a.cgrp).Seconds()
-		// The container's CPU without the work loop's own thread: what receiving cost.
-		out["cpu_cgroup_ratio"] = math.Max(0, (b.cgrp-a.cgrp-(b.loop-a.loop)).Seconds()/win)
-	}
-	return emit(stdout, out)
+	return emit(stdout, dishost.RecvReport(rec))
 }
 
+// emit prints the one JSON summary line and gives the exit code.
 func emit(w io.Writer, v map[string]any) int {
-	for k, x := range v {
-		if f, ok := x.(float64); ok && (math.IsNaN(f) || math.IsInf(f, 0)) {
-			v[k] = nil
-		}
-	}
-	b, err := json.Marshal(v)
-	if err != nil {
+	if err := dishost.WriteReport(w, v); err != nil {
 		return 1
 	}
-	fmt.Fprintln(w, string(b))
 	return 0
 }
 

@@ -16,7 +16,6 @@ import (
 	"os/exec"
 	"os/signal"
 	"runtime"
-	"sort"
 	"strconv"
 	"strings"
 	"sync"
@@ -28,6 +27,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"protolab/agents/internal/hoststats"
+	"protolab/agents/internal/linkembench"
 	"protolab/agents/internal/netnstestbed"
 	"protolab/agents/linkem"
 )
@@ -61,50 +61,6 @@ type benchOpts struct {
 	bin              string
 	queue            uint
 	busyPoll         time.Duration
-}
-
-// BenchResult is what `bench --json` prints.
-type BenchResult struct {
-	LinkemCPU  int               `json:"linkem_cpu"`
-	LoadCPU    int               `json:"load_cpu"`
-	Pinned     bool              `json:"pinned"`
-	BusyPollUS float64           `json:"busy_poll_us"` // linkem's --busy-poll (0: off)
-	Latency    map[string]LatRes `json:"latency"`      // "without", "with"
-	AddedP50us float64           `json:"added_p50_us"`
-	AddedP99us float64           `json:"added_p99_us"`
-	// InternalP50us and InternalP99us estimate, from linkem's
-	// protolab_linkem_added_delay_seconds histogram, the time from reading
-	// a packet to its verdict during the latency run with linkem.
-	InternalP50us float64   `json:"internal_p50_us"`
-	InternalP99us float64   `json:"internal_p99_us"`
-	Throughput    []TputRes `json:"throughput"`
-}
-
-// LatRes is a paced one-way latency run.
-type LatRes struct {
-	RatePPS int     `json:"rate_pps"`
-	Sent    int     `json:"sent"`
-	Lost    int     `json:"lost"`
-	P50us   float64 `json:"p50_us"`
-	P99us   float64 `json:"p99_us"`
-	Maxus   float64 `json:"max_us"`
-}
-
-// TputRes is a saturating throughput run at one payload size.
-type TputRes struct {
-	Payload        int     `json:"payload_bytes"`
-	WithoutPPS     float64 `json:"without_linkem_pps"`
-	WithPPS        float64 `json:"with_linkem_pps"`
-	OfferedPPS     float64 `json:"offered_pps_with_linkem"`
-	KernelQFull    float64 `json:"kernel_queue_full_drops"`
-	KernelSockFull float64 `json:"kernel_socket_full_drops"`
-	// LinkemCPU is the share of one CPU linkem used during the run,
-	// LinkemSysShare the part of that spent in the kernel, CPUPerPacketUS
-	// linkem's CPU time per forwarded packet (1e6/CPUPerPacketUS is what
-	// it would forward with a whole CPU to itself).
-	LinkemCPU      float64 `json:"linkem_cpu_share"`
-	LinkemSysShare float64 `json:"linkem_kernel_share"`
-	CPUPerPacketUS float64 `json:"linkem_cpu_us_per_packet"`
 }
 
 func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) int {
@@ -166,36 +122,9 @@ func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 		_ = enc.Encode(res)
 		return 0
 	}
-	printBench(stdout, o, res)
+	linkembench.WriteText(stdout, linkembench.Setup{LatencyRate: o.latRate, LatencyCount: o.latN, Duration: o.duration,
+		BusyPoll: o.busyPoll, CPUs: runtime.NumCPU()}, res)
 	return 0
-}
-
-func printBench(w io.Writer, o benchOpts, r *BenchResult) {
-	pin := fmt.Sprintf("linkem pinned to CPU %d (GOMAXPROCS=1), sender+receiver on CPU %d", o.linkemCPU, o.loadCPU)
-	if !r.Pinned {
-		pin = "not pinned (taskset missing)"
-	}
-	if o.busyPoll > 0 {
-		pin += fmt.Sprintf("; linkem busy-polls %v after each packet", o.busyPoll)
-	}
-	fmt.Fprintf(w, "protolab-linkem bench: no impairment configured; %s; %d CPUs\n", pin, runtime.NumCPU())
-	fmt.Fprintf(w, "\none-way latency, %d-byte UDP payloads paced at %d pkt/s (%d packets):\n", 64, o.latRate, o.latN)
-	fmt.Fprintf(w, "  %-16s %10s %10s %10s %6s\n", "", "p50", "p99", "max", "lost")
-	for _, k := range []string{"without", "with"} {
-		l := r.Latency[k]
-		fmt.Fprintf(w, "  %-16s %8.1fus %8.1fus %8.1fus %6d\n", k+" linkem", l.P50us, l.P99us, l.Maxus, l.Lost)
-	}
-	fmt.Fprintf(w, "  %-16s %8.1fus %8.1fus\n", "added by linkem", r.AddedP50us, r.AddedP99us)
-	fmt.Fprintf(w, "  %-16s %8.1fus %8.1fus   (read to verdict inside linkem, from its histogram)\n", "inside linkem", r.InternalP50us, r.InternalP99us)
-	fmt.Fprintf(w, "\nthroughput, offered as fast as one sender CPU goes (%s measured per run);\n", o.duration)
-	fmt.Fprintf(w, "packets/s through B's veth without linkem, forwarded by linkem with it:\n")
-	fmt.Fprintf(w, "  %-8s %16s %16s %16s %22s %s\n", "payload", "without linkem", "with linkem", "offered (with)",
-		"linkem CPU (kernel)", "CPU/pkt   kernel drops queue_full/socket_full")
-	for _, t := range r.Throughput {
-		fmt.Fprintf(w, "  %-8s %10.0f pkt/s %10.0f pkt/s %10.0f pkt/s %14.0f%% (%3.0f%%) %6.2fus   %.0f/%.0f\n", fmt.Sprintf("%dB", t.Payload),
-			t.WithoutPPS, t.WithPPS, t.OfferedPPS, 100*t.LinkemCPU, 100*t.LinkemSysShare, t.CPUPerPacketUS, t.KernelQFull, t.KernelSockFull)
-	}
-	fmt.Fprintf(w, "  (payload = UDP payload; the veth MTU is raised so that no size is fragmented)\n")
 }
 
 // pinProcess pins every thread of this process (and so the threads it
@@ -219,8 +148,8 @@ func pinProcess(cpu int) error {
 	return nil
 }
 
-func bench(ctx context.Context, o benchOpts, logw io.Writer) (*BenchResult, error) {
-	res := &BenchResult{LinkemCPU: o.linkemCPU, LoadCPU: o.loadCPU, BusyPollUS: float64(o.busyPoll) / 1e3, Latency: map[string]LatRes{}}
+func bench(ctx context.Context, o benchOpts, logw io.Writer) (*linkembench.Result, error) {
+	res := &linkembench.Result{LinkemCPU: o.linkemCPU, LoadCPU: o.loadCPU, BusyPollUS: float64(o.busyPoll) / 1e3, Latency: map[string]linkembench.LatRes{}}
 	_, tasksetErr := exec.LookPath("taskset")
 	res.Pinned = tasksetErr == nil && runtime.NumCPU() > 1
 	if res.Pinned {
@@ -314,24 +243,19 @@ func bench(ctx context.Context, o benchOpts, logw io.Writer) (*BenchResult, erro
 		return nil, err
 	}
 	res.InternalP50us, res.InternalP99us = child.internalDelay()
-	res.AddedP50us = res.Latency["with"].P50us - res.Latency["without"].P50us
-	res.AddedP99us = res.Latency["with"].P99us - res.Latency["without"].P99us
+	res.SetAdded()
 	for _, size := range o.sizes {
 		logf("throughput with linkem, %d bytes", size)
-		q0, s0 := child.kernelDrops()
-		u0, k0 := child.cpu()
+		var before, after linkembench.ChildReading
+		before.QueueFull, before.SocketFull = child.kernelDrops()
+		before.User, before.Sys = child.cpu()
 		r, offered, err := throughputRun(ctx, blast, child.passed, size, o)
 		if err != nil {
 			return nil, err
 		}
-		u1, k1 := child.cpu()
-		q1, s1 := child.kernelDrops()
-		total := o.warmup + o.duration
-		cpu := (u1 - u0 + k1 - k0).Seconds()
-		res.Throughput = append(res.Throughput, TputRes{Payload: size, WithoutPPS: tputWithout[size], WithPPS: r,
-			OfferedPPS: offered, KernelQFull: q1 - q0, KernelSockFull: s1 - s0,
-			LinkemCPU: cpu / total.Seconds(), LinkemSysShare: (k1 - k0).Seconds() / math.Max(cpu, 1e-9),
-			CPUPerPacketUS: 1e6 * cpu / math.Max(r*total.Seconds(), 1)})
+		after.User, after.Sys = child.cpu()
+		after.QueueFull, after.SocketFull = child.kernelDrops()
+		res.Throughput = append(res.Throughput, linkembench.NewTputRes(size, tputWithout[size], r, offered, before, after, o.warmup+o.duration))
 	}
 	if err := child.stop(); err != nil {
 		return nil, err
@@ -444,10 +368,10 @@ func (s *benchSender) close() { s.conn.Close() }
 // latencyRun sends o.latN 64-byte datagrams paced at o.latRate with a
 // timerfd (no busy wait, so the receiver on the same CPU is not starved)
 // and returns the one-way latency percentiles.
-func latencyRun(ctx context.Context, tx *benchSender, rx *benchReceiver, o benchOpts) (LatRes, error) {
+func latencyRun(ctx context.Context, tx *benchSender, rx *benchReceiver, o benchOpts) (linkembench.LatRes, error) {
 	timer, err := linkem.NewTimerFD()
 	if err != nil {
-		return LatRes{}, err
+		return linkembench.LatRes{}, err
 	}
 	defer timer.Close()
 	rx.mu.Lock()
@@ -462,13 +386,13 @@ func latencyRun(ctx context.Context, tx *benchSender, rx *benchReceiver, o bench
 		if d := next - nowNS(); d > 0 {
 			timer.Arm(time.Duration(d))
 			if err := timer.Wait(); err != nil {
-				return LatRes{}, err
+				return linkembench.LatRes{}, err
 			}
 		}
 		binary.LittleEndian.PutUint64(buf[0:8], uint64(i))
 		binary.LittleEndian.PutUint64(buf[8:16], uint64(nowNS()))
 		if _, err := tx.conn.Write(buf); err != nil {
-			return LatRes{}, err
+			return linkembench.LatRes{}, err
 		}
 	}
 	time.Sleep(200 * time.Millisecond)
@@ -477,15 +401,9 @@ func latencyRun(ctx context.Context, tx *benchSender, rx *benchReceiver, o bench
 	lat := append([]int64(nil), rx.lat...)
 	rx.mu.Unlock()
 	if ctx.Err() != nil {
-		return LatRes{}, ctx.Err()
+		return linkembench.LatRes{}, ctx.Err()
 	}
-	sort.Slice(lat, func(i, j int) bool { return lat[i] < lat[j] })
-	r := LatRes{RatePPS: o.latRate, Sent: o.latN, Lost: o.latN - len(lat)}
-	if len(lat) > 0 {
-		q := func(p float64) float64 { return float64(lat[int(p*float64(len(lat)-1))]) / 1e3 }
-		r.P50us, r.P99us, r.Maxus = q(0.5), q(0.99), float64(lat[len(lat)-1])/1e3
-	}
-	return r, nil
+	return linkembench.NewLatRes(o.latRate, o.latN, lat), nil
 }
 
 // throughputRun blasts size-byte datagrams with sendmmsg for
@@ -616,50 +534,14 @@ func (c *benchChild) cpu() (user, sys time.Duration) {
 }
 
 // internalDelay estimates the p50 and p99 of the child's
-// protolab_linkem_added_delay_seconds histogram, in microseconds, by
-// linear interpolation within buckets.
+// protolab_linkem_added_delay_seconds histogram, in microseconds.
 func (c *benchChild) internalDelay() (p50, p99 float64) {
 	resp, err := c.client.Get("http://" + c.addr + "/metrics")
 	if err != nil {
 		return math.NaN(), math.NaN()
 	}
 	defer resp.Body.Close()
-	type bucket struct{ le, n float64 }
-	var bs []bucket
-	sc := bufio.NewScanner(resp.Body)
-	for sc.Scan() {
-		line := sc.Text()
-		if !strings.HasPrefix(line, "protolab_linkem_added_delay_seconds_bucket{") {
-			continue
-		}
-		i := strings.Index(line, `le="`)
-		j := strings.Index(line[i+4:], `"`)
-		le, err1 := strconv.ParseFloat(line[i+4:i+4+j], 64)
-		f := strings.Fields(line)
-		n, err2 := strconv.ParseFloat(f[len(f)-1], 64)
-		if err1 == nil && err2 == nil {
-			bs = append(bs, bucket{le, n})
-		}
-	}
-	if len(bs) == 0 || bs[len(bs)-1].n == 0 {
-		return math.NaN(), math.NaN()
-	}
-	total := bs[len(bs)-1].n
-	q := func(p float64) float64 {
-		target := p * total
-		prevLe, prevN := 0.0, 0.0
-		for _, b := range bs {
-			if b.n >= target {
-				if math.IsInf(b.le, 1) {
-					return prevLe * 1e6
-				}
-				return 1e6 * (prevLe + (b.le-prevLe)*(target-prevN)/math.Max(b.n-prevN, 1))
-			}
-			prevLe, prevN = b.le, b.n
-		}
-		return prevLe * 1e6
-	}
-	return q(0.5), q(0.99)
+	return linkembench.AddedDelayUS(resp.Body)
 }
 
 // passed scrapes the child's count of forwarded packets.

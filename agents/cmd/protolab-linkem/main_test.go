@@ -20,6 +20,7 @@ import (
 	"testing"
 	"time"
 
+	"protolab/agents/internal/linkembench"
 	"protolab/agents/internal/netnstestbed"
 	"protolab/agents/linkem"
 )
@@ -342,7 +343,7 @@ func TestBenchSmoke(t *testing.T) {
 	if code != 0 {
 		t.Fatalf("bench exit %d:\n%s", code, stderr.String())
 	}
-	var res BenchResult
+	var res linkembench.Result
 	if err := json.Unmarshal([]byte(stdout.String()), &res); err != nil {
 		t.Fatalf("bench JSON: %v\n%s", err, stdout.String())
 	}
