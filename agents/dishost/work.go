@@ -29,12 +29,11 @@ func workChunk(x float64) float64 {
 }
 
 // Run spins until ctx ends, counting chunks. It locks its OS thread, gives
-// the Go scheduler one more P for it (a receiver pinned to one CPU has
-// GOMAXPROCS 1: its goroutine then ran only when the runtime preempted the
-// loop, every 10 ms, and every message waited 0..20 ms, median 10 ms, at
-// 2000 packets/s), and lowers that thread to nice 19, so the kernel runs
-// the receiver on every wake-up, as the workstations' schedulers favoured
-// an I/O-bound process over a CPU-bound one.
+// the Go scheduler one more P for it (with GOMAXPROCS 1 the receiving
+// goroutine would run only when the runtime preempts the loop), and lowers
+// that thread to nice 19, so the kernel runs the receiver on every wake-up,
+// as the workstations' schedulers favoured an I/O-bound process over a
+// CPU-bound one.
 func (w *WorkLoop) Run(ctx context.Context) {
 	prev := runtime.GOMAXPROCS(0)
 	runtime.GOMAXPROCS(prev + 1)
