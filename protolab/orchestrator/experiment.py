@@ -250,7 +250,7 @@ class ExperimentRun:
             figures = r.result()
             self.rundir.write_json(f"raw/tasks/{point.id}-r{rep}-{out.name}-{t.name}.json",
                                    {"point": point.id, "repetition": rep, "phase": out.name, "task": t.name,
-                                    "kind": t.kind, "figures": figures})  # fmt: skip
+                                    "kind": t.kind, "figures": figures, "tool": r.raw()})  # fmt: skip
             row.update(figures)
             row.update(r.fault_edges(out.events))  # probes that can see outages compare them with the events
             for series, ts, value in r.series():

@@ -82,8 +82,8 @@ class WorkloadRunner(Generic[T]):
         """Raw (series, unix time, value) samples for timeline plots."""
         return []
 
-    def raw(self) -> dict[str, str]:
-        """The tools' own outputs by name, kept under the run's raw/ folder."""
+    def raw(self) -> dict[str, Any]:
+        """The tools' own reports (JSON objects or text) by name, kept with the task's figures in raw/tasks/."""
         return {}
 
 

@@ -36,15 +36,20 @@ class CommandRunner(WorkloadRunner[CommandTask]):
         super().__init__(task, lab)
         self.code: int | None = None
         self.elapsed: float | None = None
+        self.output: dict[str, str] = {}
 
     def run(self) -> None:
         t = self.task
         t0 = time.monotonic()
         self.code, out, err = self.lab.exec(t.node, t.command)
+        self.output = {"stdout": out[-20000:], "stderr": err[-20000:]}
         self.elapsed = time.monotonic() - t0
         if t.check and self.code != 0:
             raise WorkloadError(f"task {t.name}: `{' '.join(t.command)}` on {t.node} exited {self.code}: "
                                f"{(err or out).strip()[-300:]}")  # fmt: skip
+
+    def raw(self) -> dict[str, Any]:
+        return self.output
 
     def result(self) -> dict[str, float | None]:
         n = self.task.name

@@ -394,6 +394,9 @@ class ConverterRunner(WorkloadRunner[ConverterTask]):
             code, out, err = self._outs[node]
             self.reports[node] = json_report(out, f"converter task {t.name}: {self.cmds[node][0]} on {node}", code, err)
 
+    def raw(self) -> dict[str, Any]:
+        return {f"{node} {self.cmds[node][0]}": report for node, report in self.reports.items()}
+
     def result(self) -> dict[str, float | None]:
         assert self.roles is not None and self.before is not None and self.after is not None
         return columns(self.task, self.topology, self.roles, self.reports, self.before, self.after, self.lab.cpus)

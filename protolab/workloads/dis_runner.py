@@ -124,6 +124,9 @@ class DisRunner(WorkloadRunner[DisTask]):
         code, out, err = self._recv_out
         self.receiver_report = json_report(out, f"dis receiver {t.name} on {t.receiver}", code, err)
 
+    def raw(self) -> dict[str, Any]:
+        return {"sender": self.sender_report, "receiver": self.receiver_report}
+
     def result(self) -> dict[str, float | None]:
         return columns(self.task, self.sender_report, self.receiver_report, self.loopback)
 

@@ -113,6 +113,9 @@ class Iperf3Runner(WorkloadRunner[Iperf3Task]):
         scode, sout, serr = self._server_out
         self.server_report = json_report(sout, f"iperf3 server {t.name} on {t.server}", scode, serr, check_exit=False)
 
+    def raw(self) -> dict[str, Any]:
+        return {"client": self.client_report, "server": self.server_report, "handshake_retries": self.retries}
+
     def result(self) -> dict[str, float | None]:
         t, end = self.task, self.server_report.get("end", {})
         received = end.get("sum_received", {})

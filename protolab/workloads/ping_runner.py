@@ -131,6 +131,7 @@ class PingRunner(WorkloadRunner[PingTask]):
         self.sent = 0
         self.echoes: list[Echo] = []
         self.summary: tuple[float, float] | None = None
+        self.output = ""
 
     def run(self) -> None:
         t = self.task
@@ -139,10 +140,14 @@ class PingRunner(WorkloadRunner[PingTask]):
         cmd = ["ping", "-U", "-D", "-n", "-c", str(t.count()), "-i", f"{t.interval:g}"]
         cmd += ["-s", str(t.size), "-W", f"{max(1, math.ceil(t.timeout))}", self.lab.ip(t.server)]
         code, out, err = self.lab.exec(t.client, cmd)
+        self.output = out
         if code not in (0, 1):  # 1: some requests unanswered, which is a measurement, not an error
             raise WorkloadError(f"ping task {t.name} on {t.client}: exit {code}: {(err or out).strip()[-300:]}")
         self.sent, self.echoes = parse(out)
         self.summary = summary(out)
+
+    def raw(self) -> dict[str, Any]:
+        return {"ping": self.output}
 
     def result(self) -> dict[str, float | None]:
         n, t = self.task.name, self.task

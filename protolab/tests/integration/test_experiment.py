@@ -64,6 +64,13 @@ def test_make_experiment_smoke(tmp_path, no_leftovers):
         assert (run / f).stat().st_size > 0, f
     assert manifest["git_commit"]["commit"] and manifest["kernel"] and manifest["images"]
     assert manifest["impairment_backend"]
+    # every task's figures, and the tool's own report they came from, in raw/tasks/
+    tasks = [json.loads(f.read_text()) for f in sorted((run / "raw" / "tasks").glob("*.json"))]
+    rows = (run / "tidy.csv").read_text().strip().splitlines()[1:]
+    assert len(tasks) == 2 * len(rows) > 0  # two iperf3 flows per measurement
+    for t in tasks:
+        assert t["kind"] == "iperf3" and t["tool"]["client"]["end"] and t["tool"]["server"]["end"], t["task"]
+        assert t["figures"] and all(k.startswith(t["task"] + "_") for k in t["figures"])
 
 
 def test_ctrl_c_tears_down_and_marks_the_run(tmp_path, no_leftovers):
