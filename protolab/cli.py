@@ -3,6 +3,8 @@
 protolab run NAME [--profile quick] [--dry-run] [--keep]   run experiments/NAME.yaml
 protolab validate [NAME ...]                              check specs (all when none named)
 protolab report RESULTS_DIR                               regenerate tables, plots, report.html
+protolab reference update RUN_DIR...                      pool valid runs into experiments/references/
+protolab compare RUN_DIR [REFERENCE.json|RUN_DIR2]        per point and column: regressed / unchanged / ...
 protolab images [--force]                                 build the container images (as needed)
 protolab up | down                                        the monitoring stack alone
 protolab clean [--check] [--force]                        remove exactly what protolab made here
@@ -11,7 +13,8 @@ protolab dashboards [--check]                             write (or verify) dash
 
 exit status: 0 success (`run`: a VALID run), 1 error, 2 bad spec or arguments, 3 the run is INVALID
 (summary.json says why), 75 another protolab process holds this machine's lab state (its PID and run id
-are printed), 130 interrupted by SIGINT/SIGTERM/SIGHUP (the run is INVALID; its measured rows are on disk).
+are printed), 130 interrupted by SIGINT/SIGTERM/SIGHUP (the run is INVALID; its measured rows are on disk);
+`compare`: 4 when a column regressed or changed significantly and beyond its threshold.
 """
 
 from __future__ import annotations
@@ -63,6 +66,44 @@ def cmd_report(a: argparse.Namespace) -> int:
     for p in render.render_all(Path(a.dir)):
         print(p)
     return 0
+
+
+REFERENCES = Path(__file__).resolve().parent.parent / "experiments" / "references"
+
+
+def cmd_reference(a: argparse.Namespace) -> int:
+    from .results import compare
+    from .results.store import write_json
+
+    ref = compare.build_reference([Path(d) for d in a.runs])
+    out = Path(a.out) if a.out else compare.reference_path(REFERENCES, ref["experiment"], ref["profile"])
+    out.parent.mkdir(parents=True, exist_ok=True)
+    write_json(out, ref)
+    cols = sum(len(p["columns"]) for p in ref["points"])
+    print(f"{out}: {len(ref['points'])} point(s), {cols} point x column cell(s) from {len(ref['runs'])} run(s)")
+    return 0
+
+
+def cmd_compare(a: argparse.Namespace) -> int:
+    from .errors import EXIT_REGRESSED
+    from .results import compare
+    from .results.store import load_manifest
+
+    run = Path(a.run)
+    if a.against:
+        ref = compare.as_reference(Path(a.against))
+    else:
+        m = load_manifest(run)
+        path = compare.reference_path(REFERENCES, m["experiment"], m.get("profile"))
+        if not path.exists():
+            print(f"no reference at {path}: make one with `protolab reference update RUN_DIR...`", file=sys.stderr)
+            return 1
+        ref = compare.load_reference(path)
+    c = compare.compare(run, ref, alpha=a.alpha, threshold=a.threshold)
+    for p in compare.write(c, Path(a.out) if a.out else run / "compare"):
+        print(p)
+    print(", ".join(f"{n} {s}" for s, n in c.counts().items() if n) + f" ({c.machine_note})")
+    return EXIT_REGRESSED if c.failed() else 0
 
 
 def cmd_images(a: argparse.Namespace) -> int:
@@ -161,6 +202,20 @@ def main(argv: list[str] | None = None) -> int:
     rp = sub.add_parser("report", help="regenerate tables, plots and report.html from a results folder")
     rp.add_argument("dir")
     rp.set_defaults(fn=cmd_report)
+    rf = sub.add_parser("reference", help="reference results from valid runs")
+    rf_sub = rf.add_subparsers(dest="action", required=True)
+    ru = rf_sub.add_parser("update", help="pool runs of one experiment and profile into a reference file")
+    ru.add_argument("runs", nargs="+", metavar="RUN_DIR")
+    ru.add_argument("--out", help="file to write (default experiments/references/EXPERIMENT/PROFILE.json)")
+    ru.set_defaults(fn=cmd_reference)
+    cp = sub.add_parser("compare", help="compare a run with its reference (or another run)")
+    cp.add_argument("run", metavar="RUN_DIR")
+    cp.add_argument("against", nargs="?", metavar="REFERENCE.json|RUN_DIR2",
+                    help="default: experiments/references/EXPERIMENT/PROFILE.json")  # fmt: skip
+    cp.add_argument("--alpha", type=float, default=0.01, help="significance level of Welch's test (0.01)")
+    cp.add_argument("--threshold", type=float, default=0.05, help="practical threshold, share of the mean (0.05)")
+    cp.add_argument("--out", help="folder for compare.md/.html/.json (default RUN_DIR/compare)")
+    cp.set_defaults(fn=cmd_compare)
     im = sub.add_parser("images", help="build container images that are missing or stale")
     im.add_argument("--force", action="store_true")
     im.set_defaults(fn=cmd_images)

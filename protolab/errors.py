@@ -14,6 +14,7 @@ EXIT_OK = 0
 EXIT_ERROR = 1
 EXIT_SPEC = 2
 EXIT_INVALID = 3
+EXIT_REGRESSED = 4  # `protolab compare`: a significant change beyond its threshold
 EXIT_BUSY = 75  # sysexits' EX_TEMPFAIL: try again when the other run is done
 EXIT_INTERRUPTED = 130
 

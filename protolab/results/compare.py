@@ -1,0 +1,362 @@
+"""Reference results, and the comparison of a run with a reference (or with another run).
+
+A reference holds, per sweep point and measured column, the mean, sample standard deviation and n of one or
+more valid runs pooled, and the machine they came from. A comparison tests each point x column:
+
+- **Welch's t-test** on the two means. It does not assume equal variances (a reference pooled over nights and
+  a run of tonight need not share one) and is the usual choice for the small, roughly normal samples of a
+  lab's repetitions (n = 2..20); a bootstrap interval needs more repetitions than most profiles have.
+- With **one value on one side** Welch's test is undefined; the single value is then tested against the other
+  side's prediction interval (Student's t with that side's sd and n - 1 degrees of freedom).
+- A difference counts only when it is both **significant** (p < alpha, 0.01 by default) and **practical**
+  (larger than 5 % of the reference mean, or the column's own tolerance). Its direction names it *improved*
+  or *regressed* where the column's name says which way is better, else *changed*.
+- Runs on **different machines** (cores, CPU model or impairment backend) are compared by **shape** only: each
+  column's means divided by their mean over the points, so a uniformly slower machine is not a regression.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import html
+import json
+import math
+import statistics
+from collections import defaultdict
+from collections.abc import Iterable, Sequence
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Any
+
+from scipy import stats as _st
+
+from .display import is_measured
+from .stats import clean
+from .store import ResultsError, load_json, load_manifest
+
+SCHEMA_VERSION = 1
+ALPHA = 0.01
+RELATIVE_THRESHOLD = 0.05
+MACHINE_KEYS = ("cores", "cpu_model", "impairment_backend")  # a change of any: compare shapes only
+LOWER_IS_BETTER = ("loss", "lost", "rtt", "delay", "latency", "cpu", "drop", "error", "outage", "elapsed",
+                   "jitter", "stddev", "retries")  # fmt: skip
+HIGHER_IS_BETTER = ("goodput", "throughput", "delivered", "received_ratio")
+STATUSES = ("regressed", "changed", "improved", "unchanged", "not comparable")
+
+
+@dataclass(frozen=True)
+class Sample:
+    n: int
+    mean: float
+    sd: float
+
+    @classmethod
+    def of(cls, values: Iterable[Any]) -> Sample | None:
+        xs = clean(values)
+        if not xs:
+            return None
+        return cls(len(xs), statistics.fmean(xs), statistics.stdev(xs) if len(xs) > 1 else 0.0)
+
+
+def two_sided_test(ref: Sample, new: Sample) -> tuple[float, float, float] | None:
+    """(p, low, high): the p value of 'same mean' and the 95 % interval of new.mean - ref.mean; None when the
+    samples cannot say (one value each, or no spread at all where a test needs one)."""
+    diff = new.mean - ref.mean
+    if ref.n >= 2 and new.n >= 2:
+        v1, v2 = ref.sd**2 / ref.n, new.sd**2 / new.n
+        if v1 + v2 == 0:
+            return (1.0 if diff == 0 else 0.0), diff, diff
+        se = math.sqrt(v1 + v2)
+        df = (v1 + v2) ** 2 / ((v1**2 / (ref.n - 1) if v1 else 0) + (v2**2 / (new.n - 1) if v2 else 0))
+    elif ref.n >= 2 or new.n >= 2:  # one value against the other side's prediction interval
+        many, one = (ref, new) if ref.n >= 2 else (new, ref)
+        if many.sd == 0:
+            return (1.0 if diff == 0 else 0.0), diff, diff
+        se, df = many.sd * math.sqrt(1 + 1 / many.n), many.n - 1
+        del one
+    else:
+        return None
+    t = diff / se
+    p = float(2 * _st.t.sf(abs(t), df))
+    half = float(_st.t.ppf(0.975, df)) * se
+    return p, diff - half, diff + half
+
+
+def better(column: str) -> str | None:
+    """'higher', 'lower' or None (unknown) from the column's name."""
+    name = column.lower()
+    if any(w in name for w in HIGHER_IS_BETTER):
+        return "higher"
+    if any(w in name for w in LOWER_IS_BETTER):
+        return "lower"
+    return None
+
+
+@dataclass
+class Cell:
+    point: str
+    label: str
+    column: str
+    status: str
+    ref: Sample | None
+    new: Sample | None
+    diff: float | None = None
+    relative: float | None = None
+    p: float | None = None
+    low: float | None = None
+    high: float | None = None
+    why: str = ""
+
+    def row(self) -> dict[str, Any]:
+        d = asdict(self)
+        for side in ("ref", "new"):
+            s = d.pop(side) or {}
+            d |= {f"{side}_{k}": s.get(k) for k in ("n", "mean", "sd")}
+        return d
+
+
+def classify(column: str, ref: Sample | None, new: Sample | None, alpha: float = ALPHA,
+             threshold: float = RELATIVE_THRESHOLD, point: str = "", label: str = "") -> Cell:  # fmt: skip
+    """One point x column: significant and practical, in which direction."""
+    cell = Cell(point, label, column, "not comparable", ref, new)
+    if ref is None or new is None:
+        cell.why = "no reference value" if ref is None else "not measured in this run"
+        return cell
+    cell.diff = new.mean - ref.mean
+    cell.relative = cell.diff / abs(ref.mean) if ref.mean else None
+    tested = two_sided_test(ref, new)
+    if tested is None:
+        cell.why = "one value on each side: no test possible (repeat the points)"
+        return cell
+    cell.p, cell.low, cell.high = tested
+    practical = abs(cell.diff) > threshold * abs(ref.mean) if ref.mean else cell.diff != 0
+    if cell.p >= alpha or not practical:
+        cell.status = "unchanged"
+        cell.why = f"p {cell.p:.3g} >= {alpha:g}" if cell.p >= alpha else f"within {threshold:.0%}"
+        return cell
+    way = better(column)
+    if way is None:
+        cell.status = "changed"
+    else:
+        up = cell.diff > 0
+        cell.status = "improved" if up == (way == "higher") else "regressed"
+    cell.why = f"p {cell.p:.3g} < {alpha:g} and beyond {threshold:.0%}"
+    return cell
+
+
+# -- references --------------------------------------------------------------------------------------------
+def _key(values: dict[str, Any]) -> str:
+    return json.dumps(values, sort_keys=True)
+
+
+def machine(manifest: dict[str, Any]) -> dict[str, Any]:
+    host = manifest.get("host") if isinstance(manifest.get("host"), dict) else {}
+    backend = manifest.get("impairment_backend") or {}
+    commit = manifest.get("git_commit")
+    return {
+        "cores": host.get("cpu_count") or host.get("cores"),
+        "cpu_model": host.get("cpu_model"),
+        "kernel": manifest.get("kernel"),
+        "impairment_backend": backend.get("chosen") if isinstance(backend, dict) else backend,
+        "commit": commit.get("commit") if isinstance(commit, dict) else commit,
+    }
+
+
+def _run_samples(run_dir: Path) -> tuple[dict[str, Any], dict[str, dict[str, list[float]]], dict[str, Any]]:
+    """(manifest, point key -> column -> values, point key -> point record) of one valid run."""
+    from .store import read_tidy
+
+    run_dir = Path(run_dir)
+    manifest = load_manifest(run_dir)
+    summary = load_json(run_dir / "summary.json")
+    axes = list((manifest["spec"].get("sweep") or {}).keys())
+    rows = read_tidy(run_dir / "tidy.csv", axes)
+    points = {p["id"]: p for p in manifest["points"]}
+    values: dict[str, dict[str, list[float]]] = defaultdict(lambda: defaultdict(list))
+    records = {}
+    for r in rows:
+        p = points.get(r["point"])
+        if p is None:
+            raise ResultsError(f"{run_dir}: tidy.csv names point {r['point']} that the manifest does not list")
+        k = _key(p["values"])
+        records[k] = p
+        for col, v in r.items():
+            if is_measured(col) and v is not None:
+                values[k][col].append(float(v))
+    return manifest | {"_summary": summary}, values, records
+
+
+def build_reference(run_dirs: Sequence[Path], allow_invalid: bool = False) -> dict[str, Any]:
+    """A reference from one or more runs of one experiment and profile, their repetitions pooled."""
+    if not run_dirs:
+        raise ResultsError("a reference needs at least one run folder")
+    pooled: dict[str, dict[str, list[float]]] = defaultdict(lambda: defaultdict(list))
+    records: dict[str, Any] = {}
+    first: dict[str, Any] | None = None
+    runs = []
+    for d in run_dirs:
+        manifest, values, recs = _run_samples(d)
+        if not manifest["_summary"].get("valid") and not allow_invalid:
+            why = "; ".join(manifest["_summary"].get("invalid_reasons", [])[:2])
+            raise ResultsError(f"{d}: the run is INVALID ({why}); a reference is made of valid runs")
+        if first is None:
+            first = manifest
+        elif (manifest["experiment"], manifest.get("profile")) != (first["experiment"], first.get("profile")):
+            raise ResultsError(f"{d}: {manifest['experiment']}/{manifest.get('profile')} is not "
+                               f"{first['experiment']}/{first.get('profile')}")  # fmt: skip
+        elif machine(manifest)["cores"] != machine(first)["cores"]:
+            raise ResultsError(f"{d}: made on another machine kind than {run_dirs[0]}; pool runs of one machine")
+        runs.append(manifest["run_id"])
+        records |= recs
+        for k, cols in values.items():
+            for col, vs in cols.items():
+                pooled[k][col] += vs
+    assert first is not None
+    points = []
+    for k, rec in records.items():
+        cols = {}
+        for col, vs in sorted(pooled[k].items()):
+            s = Sample.of(vs)
+            if s is not None:
+                cols[col] = {"n": s.n, "mean": s.mean, "sd": s.sd}
+        points.append({"id": rec["id"], "label": rec.get("label", ""), "values": rec["values"], "columns": cols})
+    return {
+        "schema_version": SCHEMA_VERSION,
+        "experiment": first["experiment"],
+        "profile": first.get("profile"),
+        "made_at": dt.datetime.now(dt.UTC).isoformat(timespec="seconds"),
+        "runs": runs,
+        "machine": machine(first),
+        "points": points,
+    }
+
+
+def reference_path(root: Path, experiment: str, profile: str | None) -> Path:
+    return Path(root) / experiment / f"{profile or 'default'}.json"
+
+
+def load_reference(path: Path) -> dict[str, Any]:
+    ref = load_json(path)
+    if ref.get("schema_version") != SCHEMA_VERSION or "points" not in ref:
+        raise ResultsError(f"{path}: not a protolab reference (schema_version {SCHEMA_VERSION})")
+    return ref
+
+
+def as_reference(path: Path) -> dict[str, Any]:
+    """A reference file, or a run folder read as a one-run reference."""
+    path = Path(path)
+    return build_reference([path], allow_invalid=True) if path.is_dir() else load_reference(path)
+
+
+# -- comparing ---------------------------------------------------------------------------------------------
+@dataclass
+class Comparison:
+    experiment: str
+    run_id: str
+    reference: str
+    shapes_only: bool
+    machine_note: str
+    cells: list[Cell]
+
+    def counts(self) -> dict[str, int]:
+        return {s: sum(c.status == s for c in self.cells) for s in STATUSES}
+
+    def failed(self) -> bool:
+        """What CI fails on: a regression, or an unexplained significant change."""
+        c = self.counts()
+        return bool(c["regressed"] or c["changed"])
+
+
+def _shapes(by_point: dict[str, dict[str, Sample]]) -> dict[str, dict[str, Sample]]:
+    """Each column's means (and sds) divided by the column's mean over the points."""
+    totals: dict[str, list[float]] = defaultdict(list)
+    for cols in by_point.values():
+        for col, s in cols.items():
+            totals[col].append(s.mean)
+    scale = {col: sum(v) / len(v) for col, v in totals.items() if v and sum(v)}
+    return {k: {col: Sample(s.n, s.mean / scale[col], s.sd / abs(scale[col])) for col, s in cols.items()
+                if col in scale} for k, cols in by_point.items()}  # fmt: skip
+
+
+def compare(run_dir: Path, reference: dict[str, Any], alpha: float = ALPHA,
+            threshold: float = RELATIVE_THRESHOLD) -> Comparison:  # fmt: skip
+    manifest, values, records = _run_samples(Path(run_dir))
+    if manifest["experiment"] != reference["experiment"]:
+        raise ResultsError(
+            f"{run_dir} is a run of {manifest['experiment']}, the reference of {reference['experiment']}"
+        )
+    mine, theirs = machine(manifest), reference.get("machine") or {}
+    moved = [k for k in MACHINE_KEYS if mine.get(k) != theirs.get(k)]
+    note = ("same machine kind" if not moved else
+            "different machine (" + ", ".join(f"{k} {theirs.get(k)} -> {mine.get(k)}" for k in moved) +
+            "): only shapes compared (each column divided by its mean over the points)")  # fmt: skip
+    new = {k: {c: s for c, vs in cols.items() if (s := Sample.of(vs))} for k, cols in values.items()}
+    ref = {_key(p["values"]): {c: Sample(**v) for c, v in p["columns"].items()} for p in reference["points"]}
+    labels = {_key(p["values"]): (p["id"], p.get("label", "")) for p in reference["points"]}
+    labels |= {k: (r["id"], r.get("label", "")) for k, r in records.items()}
+    if moved:
+        new, ref = _shapes(new), _shapes(ref)
+    cells = []
+    for k in sorted(set(new) | set(ref), key=lambda k: labels[k][0]):
+        pid, label = labels[k]
+        for col in sorted(set(new.get(k, {})) | set(ref.get(k, {}))):
+            cells.append(classify(col, ref.get(k, {}).get(col), new.get(k, {}).get(col), alpha, threshold,
+                                  pid, label))  # fmt: skip
+    where = ", ".join(reference.get("runs", [])) or "?"
+    return Comparison(manifest["experiment"], manifest["run_id"], where, bool(moved), note, cells)
+
+
+def _fmt(v: float | None, digits: int = 4) -> str:
+    if v is None:
+        return "—"
+    return f"{v:.{digits}g}"
+
+
+def markdown(c: Comparison) -> str:
+    counts = ", ".join(f"{n} {s}" for s, n in c.counts().items() if n)
+    lines = [f"# {c.experiment} run {c.run_id} vs reference ({c.reference})", "",
+             f"{c.machine_note}. Welch's t-test per point and column, alpha {ALPHA:g}, practical threshold "
+             f"{RELATIVE_THRESHOLD:.0%} of the reference mean. {counts}.", "",
+             "| point | column | status | reference (n, mean ± sd) | this run | difference | 95 % interval | p |",
+             "|---|---|---|---|---|---:|---|---:|"]  # fmt: skip
+    order = {s: i for i, s in enumerate(STATUSES)}
+    for cell in sorted(c.cells, key=lambda x: (order[x.status], x.point, x.column)):
+
+        def side(s: Sample | None) -> str:
+            return "—" if s is None else f"{s.n}, {_fmt(s.mean)} ± {_fmt(s.sd, 2)}"
+
+        rel = f" ({cell.relative:+.1%})" if cell.relative is not None else ""
+        ci = f"{_fmt(cell.low)} .. {_fmt(cell.high)}" if cell.low is not None else "—"
+        lines.append(f"| {cell.point} {cell.label} | {cell.column} | **{cell.status}** | {side(cell.ref)} | "
+                     f"{side(cell.new)} | {_fmt(cell.diff)}{rel} | {ci} | {_fmt(cell.p, 3)} |")  # fmt: skip
+    return "\n".join(lines) + "\n"
+
+
+def html_page(c: Comparison) -> str:
+    colors = {"regressed": "#c0392b", "changed": "#d68910", "improved": "#1e8449", "unchanged": "#555",
+              "not comparable": "#999"}  # fmt: skip
+    rows = []
+    for cell in c.cells:
+        r = cell.row()
+        rows.append("<tr>" + "".join(f"<td>{html.escape(str(x))}</td>" for x in (
+            f"{cell.point} {cell.label}", cell.column)) + f'<td style="color:{colors[cell.status]}"><b>{cell.status}'
+            f"</b></td>" + "".join(f"<td>{_fmt(r[k])}</td>" for k in ("ref_n", "ref_mean", "ref_sd", "new_n",
+            "new_mean", "new_sd", "diff", "p")) + f"<td>{html.escape(cell.why)}</td></tr>")  # fmt: skip
+    counts = ", ".join(f"{n} {s}" for s, n in c.counts().items() if n)
+    head = "".join(f"<th>{h}</th>" for h in ("point", "column", "status", "ref n", "ref mean", "ref sd", "n", "mean",
+                                              "sd", "difference", "p", "why"))  # fmt: skip
+    return (f"<!doctype html><meta charset=utf-8><title>{html.escape(c.experiment)} vs reference</title>"
+            f"<h1>{html.escape(c.experiment)} run {html.escape(c.run_id)} vs {html.escape(c.reference)}</h1>"
+            f"<p>{html.escape(c.machine_note)}. {counts}.</p><table border=1 cellpadding=3>"
+            f"<tr>{head}</tr>{''.join(rows)}</table>\n")  # fmt: skip
+
+
+def write(c: Comparison, out_dir: Path) -> list[Path]:
+    out_dir.mkdir(parents=True, exist_ok=True)
+    paths = [out_dir / "compare.md", out_dir / "compare.html", out_dir / "compare.json"]
+    paths[0].write_text(markdown(c))
+    paths[1].write_text(html_page(c))
+    paths[2].write_text(json.dumps({"experiment": c.experiment, "run_id": c.run_id, "reference": c.reference,
+                                    "shapes_only": c.shapes_only, "machine": c.machine_note, "counts": c.counts(),
+                                    "cells": [x.row() for x in c.cells]}, indent=1) + "\n")  # fmt: skip
+    return paths

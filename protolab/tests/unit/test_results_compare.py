@@ -1,0 +1,132 @@
+"""Reference results and comparisons: the statistics on synthetic data with known answers, and the files."""
+
+from __future__ import annotations
+
+import csv
+import json
+import random
+from pathlib import Path
+
+import pytest
+
+from protolab.results import compare as cmp
+from protolab.results.compare import Sample, classify, two_sided_test
+from protolab.results.store import ResultsError
+
+
+def _sample(rng: random.Random, n: int, mu: float, sd: float) -> Sample:
+    return Sample.of([rng.gauss(mu, sd) for _ in range(n)])  # type: ignore[return-value]
+
+
+@pytest.mark.parametrize("n", [3, 5, 10])
+def test_false_positive_rate_is_near_alpha(n):
+    """Same distribution on both sides: 'significant' about alpha of the time (Welch is exact for normals)."""
+    rng = random.Random(n)
+    trials, alpha = 4000, 0.05
+    hits = sum(two_sided_test(_sample(rng, n, 100, 5), _sample(rng, n, 100, 5))[0] < alpha for _ in range(trials))
+    assert 0.035 < hits / trials < 0.065, hits / trials
+
+
+def test_power_on_a_known_shift():
+    """A shift of 1 sd with n = 10 each: the share found at alpha 0.05 is the power normal theory gives
+    (noncentral t, ~0.56)."""
+    import math
+
+    from scipy import stats
+
+    rng = random.Random(7)
+    trials, df, nc = 2000, 18, 1 / math.sqrt(2 / 10)
+    t = stats.t.ppf(0.975, df)
+    theory = 1 - stats.nct.cdf(t, df, nc) + stats.nct.cdf(-t, df, nc)
+    hits = sum(two_sided_test(_sample(rng, 10, 100, 5), _sample(rng, 10, 105, 5))[0] < 0.05 for _ in range(trials))
+    assert abs(hits / trials - theory) < 0.04, (hits / trials, theory)
+
+
+def test_one_value_against_a_prediction_interval_keeps_its_alpha():
+    rng = random.Random(3)
+    trials = 4000
+    hits = sum(two_sided_test(_sample(rng, 8, 50, 2), _sample(rng, 1, 50, 2))[0] < 0.05 for _ in range(trials))
+    assert 0.035 < hits / trials < 0.065, hits / trials
+
+
+def test_interval_of_the_difference_covers_the_true_shift():
+    rng = random.Random(11)
+    covered = 0
+    for _ in range(2000):
+        _p, lo, hi = two_sided_test(_sample(rng, 6, 10, 1), _sample(rng, 6, 12, 2))
+        covered += lo <= 2 <= hi
+    assert 0.93 < covered / 2000 < 0.97
+
+
+def test_classify_needs_significance_and_a_practical_size_and_knows_which_way_is_worse():
+    ref = Sample(10, 100.0, 1.0)
+    assert classify("f1_goodput_bits_per_second", ref, Sample(10, 90.0, 1.0)).status == "regressed"
+    assert classify("f1_goodput_bits_per_second", ref, Sample(10, 110.0, 1.0)).status == "improved"
+    assert classify("p_rtt_mean_seconds", ref, Sample(10, 110.0, 1.0)).status == "regressed"
+    assert classify("h3_rx_packets_per_second", ref, Sample(10, 110.0, 1.0)).status == "changed"
+    small = classify("f1_goodput_bits_per_second", ref, Sample(10, 98.0, 0.1))  # significant, only 2 %
+    assert small.status == "unchanged" and small.p < 0.001 and "within 5%" in small.why
+    noisy = classify("f1_goodput_bits_per_second", Sample(3, 100.0, 30.0), Sample(3, 80.0, 30.0))
+    assert noisy.status == "unchanged" and noisy.p > 0.01
+    assert classify("x_total", Sample(1, 1.0, 0.0), Sample(1, 2.0, 0.0)).status == "not comparable"
+    assert classify("x_total", None, Sample(1, 2.0, 0.0)).why == "no reference value"
+
+
+# -- folders ---------------------------------------------------------------------------------------------------
+def make_run(root: Path, run_id: str, goodput: dict[int, list[float]], valid: bool = True, cores: int = 2) -> Path:
+    d = root / run_id
+    d.mkdir(parents=True)
+    points = [{"id": f"p{i:03d}", "values": {"rate": r}, "label": f"rate={r}"} for i, r in enumerate(goodput)]
+    manifest = {"schema_version": 1, "experiment": "mini", "run_id": run_id, "profile": "quick",
+                "spec": {"sweep": {"rate": list(goodput)}}, "points": points,
+                "host": {"cpu_count": cores, "cpu_model": "test cpu"}, "kernel": "6.18",
+                "impairment_backend": {"chosen": "fallback"}, "git_commit": {"commit": "abc"}}  # fmt: skip
+    (d / "manifest.json").write_text(json.dumps(manifest))
+    (d / "summary.json").write_text(json.dumps({"valid": valid, "invalid_reasons": [] if valid else ["cpu busy"]}))
+    with (d / "tidy.csv").open("w", newline="") as f:
+        w = csv.writer(f)
+        w.writerow(["point", "repetition", "rate", "f1_goodput_bits_per_second", "p_rtt_mean_seconds"])
+        for p, (rate, values) in zip(points, goodput.items(), strict=True):
+            for rep, v in enumerate(values):
+                w.writerow([p["id"], rep, rate, v, 0.010 + rep * 1e-5])
+    return d
+
+
+def test_a_reference_pools_runs_and_a_run_compares_unchanged_with_itself(tmp_path):
+    a = make_run(tmp_path, "20261123T010000Z-aaaa", {10: [9.5, 9.6, 9.55], 100: [95.0, 95.2, 95.1]})
+    b = make_run(tmp_path, "20261123T020000Z-bbbb", {10: [9.52, 9.58, 9.56], 100: [95.1, 95.0, 95.3]})
+    ref = cmp.build_reference([a, b])
+    p10 = next(p for p in ref["points"] if p["values"] == {"rate": 10})
+    assert p10["columns"]["f1_goodput_bits_per_second"]["n"] == 6 and ref["runs"] == [a.name, b.name]
+    assert ref["machine"]["cores"] == 2 and ref["machine"]["impairment_backend"] == "fallback"
+    c = cmp.compare(b, ref)
+    assert not c.failed() and c.counts()["unchanged"] == 4, [x.row() for x in c.cells]
+    md = cmp.markdown(c)
+    assert "| p000 rate=10 | f1_goodput_bits_per_second | **unchanged** | 6, 9.552" in md
+
+
+def test_a_slower_run_is_flagged_in_exactly_the_column_it_touches(tmp_path):
+    ref = cmp.build_reference([make_run(tmp_path, "r1", {10: [9.5, 9.6, 9.55, 9.52, 9.58]})])
+    slow = make_run(tmp_path, "r2", {10: [8.5, 8.6, 8.55, 8.52, 8.58]})
+    c = cmp.compare(slow, ref)
+    assert c.failed() and {(x.column, x.status) for x in c.cells} == {
+        ("f1_goodput_bits_per_second", "regressed"),
+        ("p_rtt_mean_seconds", "unchanged"),
+    }
+    paths = cmp.write(c, tmp_path / "out")
+    assert json.loads(paths[2].read_text())["counts"]["regressed"] == 1 and "regressed" in paths[1].read_text()
+
+
+def test_another_machine_kind_compares_shapes_only(tmp_path):
+    ref = cmp.build_reference([make_run(tmp_path, "r1", {10: [9.5, 9.6, 9.55], 100: [95.0, 95.2, 95.1]})])
+    half = make_run(tmp_path, "r2", {10: [4.75, 4.8, 4.77], 100: [47.5, 47.6, 47.55]}, cores=8)  # all halved
+    c = cmp.compare(half, ref)
+    assert c.shapes_only and "cores 2 -> 8" in c.machine_note and not c.failed()
+
+
+def test_references_are_made_of_valid_runs_of_one_experiment(tmp_path):
+    bad = make_run(tmp_path, "r1", {10: [9.5]}, valid=False)
+    with pytest.raises(ResultsError, match="INVALID .*cpu busy"):
+        cmp.build_reference([bad])
+    with pytest.raises(ResultsError, match="at least one run"):
+        cmp.build_reference([])
