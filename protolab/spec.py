@@ -133,6 +133,11 @@ class Experiment(Strict):
     sweep: dict[str, list[Any]] = Field(default_factory=dict, description="axis -> values (cartesian product)")
     repetitions: int = Field(1, ge=1, le=1000)
     random_seed: int = 1
+    order: Literal["shuffled", "sweep"] = Field(
+        "shuffled",
+        description="measurements of each lab in a seeded random order (random_seed, recorded in the manifest) so "
+        "that a drift of the machine does not alias with a sweep axis; 'sweep': in sweep order",
+    )
     settle: Seconds = Field(1.0, description="pause before each measurement")
     warmup: Seconds = Field(1.0, description="start of each phase left out of the measurement window")
     impairments: list[LinkImpairment] = Field(

@@ -17,6 +17,7 @@ from __future__ import annotations
 import datetime as dt
 import json
 import logging
+import random
 import time
 from pathlib import Path
 from typing import Any
@@ -45,6 +46,21 @@ def scrape_ports(points: list[Point]) -> dict[str, list[int]]:
             for t in phase.tasks:
                 for node, ports in t.scrape_ports().items():
                     out[node] = sorted({*out.get(node, []), *ports})
+    return out
+
+
+def measurement_order(points: list[Point], mode: str, seed: int) -> list[list[tuple[Point, int]]]:
+    """Measurements (point, repetition) grouped by lab (each lab deployed once, labs in the order the plan
+    first names them); within a lab in sweep order, or shuffled with `seed` (Flent's default: a drift of the
+    machine then does not alias with a sweep axis)."""
+    groups: dict[str, list[tuple[Point, int]]] = {}
+    for p in points:
+        groups.setdefault(p.topology_key(), []).extend((p, rep) for rep in range(p.experiment.repetitions))
+    out = list(groups.values())
+    if mode == "shuffled":
+        rng = random.Random(seed)
+        for g in out:
+            rng.shuffle(g)
     return out
 
 
@@ -86,11 +102,12 @@ class ExperimentRun:
             self._removed_leftovers()
             self._choose_backend()
             prom = self._monitoring_up()
-            groups: dict[str, list[Point]] = {}
-            for p in self.plan.points:
-                groups.setdefault(p.topology_key(), []).append(p)
+            groups = measurement_order(self.plan.points, self.plan.base.order, self.plan.base.random_seed)
+            self.manifest["order"] = {"mode": self.plan.base.order, "seed": self.plan.base.random_seed,
+                                      "measurements": [f"{p.id}/{rep}" for g in groups for p, rep in g]}  # fmt: skip
             progress = Progress(sum(p.experiment.repetitions for p in self.plan.points))
-            for gi, points in enumerate(groups.values()):
+            for gi, group in enumerate(groups):
+                points = list({p.id: p for p, _rep in group}.values())
                 print(f"deploying lab {gi + 1}/{len(groups)}: {points[0].experiment.topology.kind} "
                       f"{points[0].experiment.topology.params}", flush=True)  # fmt: skip
                 lab = self._deploy(points, f"lab{gi + 1}")
@@ -98,13 +115,12 @@ class ExperimentRun:
                 checked = self._self_check(lab, points[0].experiment)
                 self.deployments.append({"topology": points[0].experiment.topology.model_dump(mode="json"),
                                          **lab.timings, "links": lab.applied, "self_check": checked})  # fmt: skip
-                for point in points:
-                    for rep in range(point.experiment.repetitions):
-                        progress.step(f"{point.id} {point.label()} rep {rep + 1}/{point.experiment.repetitions}")
-                        row = self._measure(point, rep, lab, prom)
-                        self.rows.append(row)
-                        self.rows_log.append(row)
-                        progress.finish()
+                for point, rep in group:
+                    progress.step(f"{point.id} {point.label()} rep {rep + 1}/{point.experiment.repetitions}")
+                    row = self._measure(point, rep, lab, prom)
+                    self.rows.append(row)
+                    self.rows_log.append(row)
+                    progress.finish()
                 monitor.write_targets([])
                 if not (self.keep and gi == len(groups) - 1):
                     self._destroy(lab)

@@ -15,6 +15,7 @@ def finish(rundir: Any, plan: Any, rows: list[dict[str, Any]], fault_rows: list[
 
     e = plan.base
     columns = list(dict.fromkeys(c for p in plan.points for c in p.experiment.columns()))
+    rows = sorted(rows, key=lambda r: (int(r["point"][1:]), r["repetition"]))  # measured shuffled, kept in sweep order
     rundir.write_tidy(rows, list(e.sweep), columns)
     if fault_rows:
         with (rundir.path / "faults.csv").open("w", newline="") as f:
