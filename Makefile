@@ -83,8 +83,8 @@ bench: images ## benchmarks (figures, not gates): deploy/teardown per node, impa
 	cd agents && go test -run '^$$' -bench . -benchtime 2s -cpu 2 ./dishost
 	cd agents && go test -run 'AddedDelay' -v -bench . -benchtime 2s -cpu 1 ./converter ./bundle
 
-nightly: images ## every experiment's quick profile
-	@for f in experiments/*.yaml; do n=$$(basename $$f .yaml); $(PROTOLAB) run $$n --profile quick || exit 1; done
+nightly: images ## every experiment's nightly (else quick) profile, compared with experiments/references/
+	$(PROTOLAB) nightly
 
 up: images ## start the monitoring stack alone
 	$(PROTOLAB) up

@@ -5,6 +5,8 @@ protolab validate [NAME ...]                              check specs (all when 
 protolab report RESULTS_DIR                               regenerate tables, plots, report.html
 protolab reference update RUN_DIR...                      pool valid runs into experiments/references/
 protolab compare RUN_DIR [REFERENCE.json|RUN_DIR2]        per point and column: regressed / unchanged / ...
+protolab nightly [NAME ...]                               every experiment's nightly (else quick) profile,
+                                                          compared with its reference; index and trend pages
 protolab images [--force]                                 build the container images (as needed)
 protolab up | down                                        the monitoring stack alone
 protolab clean [--check] [--force]                        remove exactly what protolab made here
@@ -104,6 +106,17 @@ def cmd_compare(a: argparse.Namespace) -> int:
         print(p)
     print(", ".join(f"{n} {s}" for s, n in c.counts().items() if n) + f" ({c.machine_note})")
     return EXIT_REGRESSED if c.failed() else 0
+
+
+def cmd_nightly(a: argparse.Namespace) -> int:
+    _need_root("nightly")
+    from . import nightly, spec
+
+    names = a.names or sorted(p.stem for p in spec.EXPERIMENTS_DIR.glob("*.yaml"))
+    out = nightly.night_dir(Path(a.results) / "nightly")
+    status = nightly.run_all(names, Path(a.results), REFERENCES, out)
+    print(f"nightly: {out / 'index.html'} (trend: {out.parent / 'trend.html'}), exit {status}")
+    return status
 
 
 def cmd_images(a: argparse.Namespace) -> int:
@@ -216,6 +229,10 @@ def main(argv: list[str] | None = None) -> int:
     cp.add_argument("--threshold", type=float, default=0.05, help="practical threshold, share of the mean (0.05)")
     cp.add_argument("--out", help="folder for compare.md/.html/.json (default RUN_DIR/compare)")
     cp.set_defaults(fn=cmd_compare)
+    ni = sub.add_parser("nightly", help="run every experiment's nightly profile and compare with the references")
+    ni.add_argument("names", nargs="*", help="experiments (default: all)")
+    ni.add_argument("--results", default=str(Path(__file__).resolve().parent.parent / "results"), help="results root")
+    ni.set_defaults(fn=cmd_nightly)
     im = sub.add_parser("images", help="build container images that are missing or stale")
     im.add_argument("--force", action="store_true")
     im.set_defaults(fn=cmd_images)
