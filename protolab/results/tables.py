@@ -18,6 +18,14 @@ from .seedtables import key as seedkey
 from .stats import clean, describe
 from .sweep import Row, Sweep, only_where, pooled_note, select_rows, where_note
 
+NSD_BOUND = 0.05  # SPIMS (sec. 7) attaches the normalized sd to a result above this
+NSD_MARK = "†"
+
+
+def unstable(s: dict[str, Any]) -> bool:
+    """A cell whose repetitions disagree: n > 1 and sd / |mean| above NSD_BOUND."""
+    return s["n"] > 1 and s.get("nsd") is not None and s["nsd"] > NSD_BOUND
+
 
 @dataclass
 class TableData:
@@ -76,7 +84,7 @@ class TableData:
             seed = self._seed_values(combo)
             row = list(combo)
             for c, s, d in zip(self.spec.columns, stats, self.displays, strict=True):
-                row.append(d.mean_sd(s["mean"], s["sd"], s["n"]))
+                row.append(d.mean_sd(s["mean"], s["sd"], s["n"]) + (f" {NSD_MARK}" if unstable(s) else ""))
                 if self._has_seed(c):
                     row.append(d.number(seed.get(c)))
             out.append(row)
@@ -97,6 +105,12 @@ class TableData:
             (f"Only the points with {only}. " if only else "")
             + f"Cells: {pooled_note(self.pooled)} ({n}), ± sample standard deviation when n > 1; "
             f"{MISSING} = not measured."
+            + (
+                f" {NSD_MARK} = normalized standard deviation (sd / |mean|) above {NSD_BOUND:g}: the repetitions "
+                "disagree (SPIMS, sec. 7)."
+                if any(unstable(s) for row in self.stats for s in row)
+                else ""
+            )
         )
 
     def csv_text(self) -> str:
@@ -104,13 +118,14 @@ class TableData:
         w = csv.writer(buf, lineterminator="\n")
         header = list(self.spec.rows)
         for c in self.spec.columns:
-            header += [f"{c}_{k}" for k in ("mean", "sd", "n")] + ([f"{c}_seed"] if self._has_seed(c) else [])
+            header += [f"{c}_{k}" for k in ("mean", "sd", "n", "nsd")] + ([f"{c}_seed"] if self._has_seed(c) else [])
         w.writerow(header)
         for combo, stats in zip(self.combos, self.stats, strict=True):
             cells: list[str] = list(combo)
             seed = self._seed_values(combo)
             for c, s in zip(self.spec.columns, stats, strict=True):
-                cells += [_num(s["mean"]), _num(s["sd"]) if s["n"] else "", str(s["n"])]
+                nsd = _num(s["nsd"]) if s["n"] > 1 and s.get("nsd") is not None else ""
+                cells += [_num(s["mean"]), _num(s["sd"]) if s["n"] else "", str(s["n"]), nsd]
                 if self._has_seed(c):
                     cells.append(_num(seed.get(c)))
             w.writerow(cells)

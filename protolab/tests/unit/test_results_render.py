@@ -158,10 +158,10 @@ def test_markdown_known_cells(rendered):
     assert md.startswith("# Configured rate vs measured wire rate and goodput\n")
     header = "| topology | rate | h3 rx (Mbit/s) | f1 goodput (Mbit/s) | f2 loss (%) | f1 retransmits (count) |"
     assert header in md
-    # hub @ 10 Mbit: h3 (9.62, 9.58) -> 9.600 ± 0.028; goodput 4.400 ± 0.014; loss 2.30 ± 0.28 %; no retransmits
-    assert "| hub | 10Mbit | 9.600 ± 0.028 | 4.400 ± 0.014 | 2.30 ± 0.28 | — |" in md
+    # hub @ 10 Mbit: h3 (9.62, 9.58) -> 9.600 ± 0.028; goodput 4.400 ± 0.014; loss 2.30 ± 0.28 % (nsd 0.12: †)
+    assert "| hub | 10Mbit | 9.600 ± 0.028 | 4.400 ± 0.014 | 2.30 ± 0.28 † | — |" in md
     # switched @ 100 Mbit: loss not measured
-    assert "| switched | 100Mbit | 97.00 ± 0.14 | 92.40 ± 0.14 | — | 12.0 ± 1.4 |" in md
+    assert "| switched | 100Mbit | 97.00 ± 0.14 | 92.40 ± 0.14 | — | 12.0 ± 1.4 † |"  # retransmits nsd 0.12 in md
     lines = [ln for ln in md.splitlines() if ln.startswith("| ")]
     order = [ln.split(" | ")[0][2:] + "/" + ln.split(" | ")[1] for ln in lines[1:]]
     assert order == ["hub/10Mbit", "hub/100Mbit", "switched/10Mbit", "switched/100Mbit"]  # sweep order
@@ -273,3 +273,12 @@ def test_knee_finds_where_delivery_stops_keeping_up():
     assert "rate_sustained_mean" in data.csv_text().splitlines()[0]
     with pytest.raises(ValueError, match="not sweep axes"):
         KneeData.build_knee(k.model_copy(update={"x": "load"}), sweep, rows)
+
+
+def test_cells_whose_repetitions_disagree_are_marked(rendered):
+    run_dir, _ = rendered
+    md = (run_dir / "tables" / "throughput.md").read_text()
+    assert "† = normalized standard deviation (sd / |mean|) above 0.05" in md
+    assert "9.600 ± 0.028 |" in md and "9.600 ± 0.028 †" not in md  # nsd 0.003
+    header = (run_dir / "tables" / "throughput.csv").read_text().splitlines()[0]
+    assert "h3_rx_bits_per_second_nsd" in header
