@@ -119,6 +119,37 @@ class Measurement(Strict):
         return f"{self.name}_{self.unit}_per_second"
 
 
+MAX_REPETITIONS = 1000
+
+
+class RepeatUntil(Strict):
+    """Repeat a point until the normalized standard deviation of its mean, sd / (|mean| * sqrt(n)), is below
+    `until_nsd` for every watched column, or `max` repetitions (SPIMS, sec. 7 and Appendix C)."""
+
+    until_nsd: float = Field(..., gt=0, lt=1, description="bound on sd / (|mean| sqrt(n)), e.g. 0.05")
+    min: int = Field(3, ge=2, le=MAX_REPETITIONS, description="repetitions before the first look")
+    max: int = Field(20, ge=2, le=MAX_REPETITIONS, description="give up (not converged) after this many")
+    columns: list[str] | None = Field(
+        None, description="columns watched (default: every measured column whose mean is not zero)"
+    )
+
+    @model_validator(mode="after")
+    def _order(self) -> RepeatUntil:
+        if self.min > self.max:
+            raise ValueError(f"min ({self.min}) is above max ({self.max})")
+        return self
+
+    def nsd_of_mean(self, values: list[float]) -> float | None:
+        """sd / (|mean| sqrt(n)) of the values; None without two values or with a zero mean."""
+        if len(values) < 2:
+            return None
+        m = sum(values) / len(values)
+        if m == 0:
+            return None
+        sd = math.sqrt(sum((v - m) ** 2 for v in values) / (len(values) - 1))
+        return sd / (abs(m) * math.sqrt(len(values)))
+
+
 class Experiment(Strict):
     """One experiment, fully resolved for one sweep point (no ${...} left)."""
 
@@ -131,7 +162,9 @@ class Experiment(Strict):
         description="node name -> image and CPU budget; 'default' applies to nodes not listed",
     )
     sweep: dict[str, list[Any]] = Field(default_factory=dict, description="axis -> values (cartesian product)")
-    repetitions: int = Field(1, ge=1, le=1000)
+    repetitions: int | RepeatUntil = Field(
+        1, description="how often each point is measured: a count, or until its mean is stable (RepeatUntil)"
+    )
     random_seed: int = 1
     order: Literal["shuffled", "sweep"] = Field(
         "shuffled",
@@ -205,6 +238,12 @@ class Experiment(Strict):
                     f"phase {phase.name}: its faults make {sum(counts)} events ({each}), more than the limit of"
                     f" {MAX_FAULT_EVENTS_PER_PHASE} per phase"
                 )
+        if isinstance(self.repetitions, int) and not 1 <= self.repetitions <= MAX_REPETITIONS:
+            raise ValueError(f"repetitions: {self.repetitions} is not within 1..{MAX_REPETITIONS}")
+        if isinstance(self.repetitions, RepeatUntil) and self.repetitions.columns:
+            unknown = sorted(set(self.repetitions.columns) - set(self.columns()))
+            if unknown:
+                raise ValueError(f"repetitions.columns: {unknown} are not columns of this experiment")
         for m in self.measurements:
             if m.phase is not None and m.phase not in {p.name for p in self.phases}:
                 raise ValueError(f"measurement {m.name}: no phase {m.phase!r} ({[p.name for p in self.phases]})")
@@ -213,6 +252,10 @@ class Experiment(Strict):
             if m.interface and m.interface not in intfs[m.node]:
                 raise ValueError(f"measurement {m.name}: {m.node} has no {m.interface} (has {intfs[m.node]})")
         return self
+
+    def initial_repetitions(self) -> int:
+        """Repetitions every point gets; RepeatUntil may add more, one round at a time."""
+        return self.repetitions if isinstance(self.repetitions, int) else self.repetitions.min
 
     def columns(self) -> list[str]:
         """Every measured column of the tidy table, with its unit in its name."""
@@ -258,7 +301,8 @@ class Plan:
 
     def describe(self) -> str:
         e = self.base
-        reps = e.repetitions
+        r = e.repetitions
+        reps = r if isinstance(r, int) else f"{r.min}..{r.max} (until the nsd of the mean < {r.until_nsd:g})"
         groups = len({p.topology_key() for p in self.points})
         lines = [
             f"experiment {e.name} ({self.source}), profile {self.profile or '(none)'}",

@@ -55,7 +55,7 @@ def measurement_order(points: list[Point], mode: str, seed: int) -> list[list[tu
     machine then does not alias with a sweep axis)."""
     groups: dict[str, list[tuple[Point, int]]] = {}
     for p in points:
-        groups.setdefault(p.topology_key(), []).extend((p, rep) for rep in range(p.experiment.repetitions))
+        groups.setdefault(p.topology_key(), []).extend((p, rep) for rep in range(p.experiment.initial_repetitions()))
     out = list(groups.values())
     if mode == "shuffled":
         rng = random.Random(seed)
@@ -83,6 +83,7 @@ class ExperimentRun:
         self.exporter_target: dict[str, Any] | None = None
         self.self_checks: list[dict[str, Any]] = []
         self.fault_rows: list[dict[str, Any]] = []
+        self.repetitions: dict[str, dict[str, Any]] = {}  # per point under RepeatUntil: n, converged, nsd
         self.teardown_failures: list[str] = []
         self.status = EXIT_OK
 
@@ -105,7 +106,7 @@ class ExperimentRun:
             groups = measurement_order(self.plan.points, self.plan.base.order, self.plan.base.random_seed)
             self.manifest["order"] = {"mode": self.plan.base.order, "seed": self.plan.base.random_seed,
                                       "measurements": [f"{p.id}/{rep}" for g in groups for p, rep in g]}  # fmt: skip
-            progress = Progress(sum(p.experiment.repetitions for p in self.plan.points))
+            progress = Progress(sum(p.experiment.initial_repetitions() for p in self.plan.points))
             for gi, group in enumerate(groups):
                 points = list({p.id: p for p, _rep in group}.values())
                 print(f"deploying lab {gi + 1}/{len(groups)}: {points[0].experiment.topology.kind} "
@@ -115,12 +116,16 @@ class ExperimentRun:
                 checked = self._self_check(lab, points[0].experiment)
                 self.deployments.append({"topology": points[0].experiment.topology.model_dump(mode="json"),
                                          **lab.timings, "links": lab.applied, "self_check": checked})  # fmt: skip
-                for point, rep in group:
-                    progress.step(f"{point.id} {point.label()} rep {rep + 1}/{point.experiment.repetitions}")
-                    row = self._measure(point, rep, lab, prom)
-                    self.rows.append(row)
-                    self.rows_log.append(row)
-                    progress.finish()
+                rng = random.Random(self.plan.base.random_seed + gi)
+                while group:
+                    for point, rep in group:
+                        progress.step(f"{point.id} {point.label()} rep {rep + 1}")
+                        row = self._measure(point, rep, lab, prom)
+                        self.rows.append(row)
+                        self.rows_log.append(row)
+                        progress.finish()
+                    group = self._another_round(points, rng)  # points repeated until stable (RepeatUntil)
+                    progress.total += len(group)
                 monitor.write_targets([])
                 if not (self.keep and gi == len(groups) - 1):
                     self._destroy(lab)
@@ -143,6 +148,26 @@ class ExperimentRun:
             finally:
                 signals.restore()
         return self.status
+
+    def _another_round(self, points: list[Point], rng: random.Random) -> list[tuple[Point, int]]:
+        """One more repetition of each point whose mean is not yet stable (RepeatUntil), in shuffled order;
+        each point's count and convergence are recorded in self.repetitions."""
+        out = []
+        for p in points:
+            until = p.experiment.repetitions
+            if isinstance(until, int):
+                continue
+            rows = [r for r in self.rows if r["point"] == p.id]
+            watched = until.columns or p.experiment.columns()
+            nsd = {c: until.nsd_of_mean([float(r[c]) for r in rows if r.get(c) is not None]) for c in watched}
+            nsd = {c: v for c, v in nsd.items() if v is not None}
+            converged = bool(nsd) and all(v < until.until_nsd for v in nsd.values())
+            self.repetitions[p.id] = {"n": len(rows), "converged": converged, "nsd_of_mean": nsd}
+            if not converged and len(rows) < until.max:
+                out.append((p, len(rows)))
+        if self.plan.base.order == "shuffled":
+            rng.shuffle(out)
+        return out
 
     def _open(self) -> None:
         """The results folder, the ledger, the logs that keep every measured row, and the manifest."""
@@ -293,9 +318,10 @@ class ExperimentRun:
         m["preflight_actions"] = self.actions
         m["host_state"]["after"] = session.best_effort(ownership.hoststate.snapshot, {})
         m["signals"] = signals.received
+        m["repetitions"] = self.repetitions
         self.rundir.write_json("manifest.json", m)
         valid = summary.finish(self.rundir, self.plan, self.rows, self.fault_rows, self.invalid, self.guard,
-                               self.self_checks)  # fmt: skip
+                               self.self_checks, self.repetitions)  # fmt: skip
         if self.status == EXIT_OK and not valid:
             self.status = EXIT_INVALID
         if not self.teardown_failures and not self.keep:

@@ -9,7 +9,8 @@ from typing import Any
 
 
 def finish(rundir: Any, plan: Any, rows: list[dict[str, Any]], fault_rows: list[dict[str, Any]],
-           invalid: list[str], guard: dict[str, Any], self_checks: list[dict[str, Any]]) -> bool:  # fmt: skip
+           invalid: list[str], guard: dict[str, Any], self_checks: list[dict[str, Any]],
+           repetitions: dict[str, Any] | None = None) -> bool:  # fmt: skip
     """Write what was measured and say whether the run is valid."""
     from ..results import checks, render
 
@@ -31,6 +32,8 @@ def finish(rundir: Any, plan: Any, rows: list[dict[str, Any]], fault_rows: list[
         "passed": all(r["passed"] for r in self_checks),
         "failures": [f"{r['from']}->{r['to']}: {f}" for r in self_checks for f in r["failures"]],
     }
+    if repetitions:
+        summary["repetitions"] = repetitions  # per point: n, converged, the watched columns' nsd of the mean
     rundir.write_json("summary.json", summary)
     try:
         render.render_all(rundir.path)

@@ -9,7 +9,9 @@ from protolab.orchestrator.experiment import measurement_order
 
 def _points():
     def p(i: int, lab: str, reps: int) -> SimpleNamespace:
-        return SimpleNamespace(id=f"p{i:03d}", topology_key=lambda: lab, experiment=SimpleNamespace(repetitions=reps))
+        return SimpleNamespace(
+            id=f"p{i:03d}", topology_key=lambda: lab, experiment=SimpleNamespace(initial_repetitions=lambda: reps)
+        )
 
     return [p(0, "hub", 3), p(1, "switched", 2), p(2, "hub", 3), p(3, "switched", 2)]
 
