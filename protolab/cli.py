@@ -1,6 +1,7 @@
 """protolab: run containerized Mininet experiments and turn them into results folders.
 
 protolab run NAME [--profile quick] [--dry-run] [--keep]   run experiments/NAME.yaml
+    [--resume RUN_DIR]                                    ... or carry on an interrupted run
 protolab validate [NAME ...]                              check specs (all when none named)
 protolab report RESULTS_DIR                               regenerate tables, plots, report.html
 protolab reference update RUN_DIR...                      pool valid runs into experiments/references/
@@ -36,7 +37,12 @@ def _need_root(what: str) -> None:
 def cmd_run(a: argparse.Namespace) -> int:
     from . import spec
 
-    plan = spec.load(spec.find(a.name), a.profile)
+    profile = a.profile
+    if a.resume:
+        from .results.store import load_manifest
+
+        profile = profile or load_manifest(Path(a.resume)).get("profile")
+    plan = spec.load(spec.find(a.name), profile)
     print(plan.describe(), flush=True)
     if a.dry_run:
         return 0
@@ -46,8 +52,8 @@ def cmd_run(a: argparse.Namespace) -> int:
     setLogLevel("critical")  # tc warnings (HTB quantum) are not errors
     from .orchestrator import ExperimentRun
 
-    return ExperimentRun(plan, results_root=Path(a.results), keep=a.keep,
-                         task_timeout_margin=a.task_timeout_margin).run()  # fmt: skip
+    return ExperimentRun(plan, results_root=Path(a.results), keep=a.keep, task_timeout_margin=a.task_timeout_margin,
+                         resume=Path(a.resume) if a.resume else None).run()  # fmt: skip
 
 
 def cmd_validate(a: argparse.Namespace) -> int:
@@ -208,6 +214,8 @@ def main(argv: list[str] | None = None) -> int:
     r.add_argument("--task-timeout-margin", type=float, default=60.0, metavar="SECONDS",
                    help="a phase's tasks still running this many seconds after its duration are hung: the run "
                         "stops as INVALID naming them (default 60)")  # fmt: skip
+    r.add_argument("--resume", metavar="RUN_DIR",
+                   help="carry on an interrupted run of the same spec: measure only what rows.jsonl lacks")  # fmt: skip
     r.set_defaults(fn=cmd_run)
     v = sub.add_parser("validate", help="validate experiment specs")
     v.add_argument("names", nargs="*")

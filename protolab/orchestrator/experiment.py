@@ -68,8 +68,9 @@ class ExperimentRun:
     """One `protolab run`: see the module docstring. run() returns the exit status (protolab.errors)."""
 
     def __init__(self, plan: Plan, results_root: Path = RESULTS, keep: bool = False,
-                 task_timeout_margin: float = TASK_TIMEOUT_MARGIN_SECONDS) -> None:  # fmt: skip
-        self.plan, self.keep = plan, keep
+                 task_timeout_margin: float = TASK_TIMEOUT_MARGIN_SECONDS,
+                 resume: Path | None = None) -> None:  # fmt: skip
+        self.plan, self.keep, self.resume = plan, keep, resume
         self.task_timeout_margin = task_timeout_margin
         self.results_root = results_root
         self.rows: list[dict[str, Any]] = []
@@ -104,6 +105,8 @@ class ExperimentRun:
             self._choose_backend()
             prom = self._monitoring_up()
             groups = measurement_order(self.plan.points, self.plan.base.order, self.plan.base.random_seed)
+            done = {(r["point"], r["repetition"]) for r in self.rows}  # measured before a --resume
+            groups = [g for g in ([(p, rep) for p, rep in g if (p.id, rep) not in done] for g in groups) if g]
             self.manifest["order"] = {"mode": self.plan.base.order, "seed": self.plan.base.random_seed,
                                       "measurements": [f"{p.id}/{rep}" for g in groups for p, rep in g]}  # fmt: skip
             progress = Progress(sum(p.experiment.initial_repetitions() for p in self.plan.points))
@@ -176,6 +179,8 @@ class ExperimentRun:
         self.client = dockerhost.client()
         images = {n: _image_id(self.client, n)
                   for n in {s.image for p in self.plan.points for s in p.experiment.nodes.values()}}  # fmt: skip
+        if self.resume is not None:
+            return self._reopen(images)
         self.rundir = RunDir.create(self.results_root, self.plan.base.name)
         ownership.LOCK.acquire("run", self.rundir.run_id)  # names the run in the lock's holder record
         ownership.LOCK.release()
@@ -186,6 +191,38 @@ class ExperimentRun:
         self.rundir.write_json("manifest.json", self.manifest)
         self.raw = self.rundir.raw_writer()
         print(f"results -> {self.rundir.path}", flush=True)
+
+    def _reopen(self, images: dict[str, str]) -> None:
+        """--resume: the interrupted run's folder, rows and fault events carried on; its invalid reasons kept
+        but the interruption's. Refused when the spec (profile applied) is not the one the run was made of."""
+        from ..results.store import FAULTS_LOG, ROWS, SUMMARY, JsonLog, RunDir, load_json
+
+        self.rundir = RunDir(self.resume)
+        old = self.rundir.manifest()
+        if (old["experiment"], old.get("profile")) != (self.plan.base.name, self.plan.profile):
+            raise LabError(f"--resume {self.resume}: a run of {old['experiment']}/{old.get('profile')}, not "
+                           f"{self.plan.base.name}/{self.plan.profile}")  # fmt: skip
+        if old["spec"] != self.plan.raw:
+            raise LabError(f"--resume {self.resume}: the spec changed since that run; start a new run")
+        ownership.sweep_dead()  # what the interrupted process left (its ledger), before a new one opens
+        ownership.LOCK.acquire("run", self.rundir.run_id)
+        ownership.LOCK.release()
+        self.ledger = ownership.begin_run(self.rundir.run_id, self.rundir.path, keep=self.keep)
+        self.rows_log, self.faults_log = JsonLog(self.rundir.path / ROWS), JsonLog(self.rundir.path / FAULTS_LOG)
+        self.rows, self.fault_rows = self.rows_log.read(), self.faults_log.read()
+        if (self.rundir.path / SUMMARY).exists():
+            before = load_json(self.rundir.path / SUMMARY)
+            gone = ("interrupted", "the run's process", "nothing was measured")  # what the resume undoes
+            self.invalid += [r for r in before.get("invalid_reasons", []) if not r.startswith(gone)]
+            self.guard |= before.get("guard") or {}
+        self.manifest = old
+        self.manifest.setdefault("resumed", []).append({
+            "at": dt.datetime.now(dt.UTC).isoformat(), "rows_before": len(self.rows), "images": images,
+            "git_commit": environment.git_commit()})  # fmt: skip
+        self.manifest["host_state"] = {"before": ownership.record_host(self.ledger)}
+        self.rundir.write_json("manifest.json", self.manifest)
+        self.raw = self.rundir.raw_writer()
+        print(f"results -> {self.rundir.path} (resumed with {len(self.rows)} measured row(s))", flush=True)
 
     def _removed_leftovers(self) -> None:
         """What killed runs left (swept by their ledgers before anything is made) goes into the manifest."""

@@ -152,6 +152,25 @@ def test_a_signal_stops_the_run_keeps_its_rows_and_leaves_nothing(tmp_path, mach
     _clean_leaves_nothing()
 
 
+def test_an_interrupted_run_resumes_from_its_rows(tmp_path, machine):
+    r = Run(tmp_path)
+    r.wait_for("[4/8")  # three rows measured
+    r.proc.send_signal(signal.SIGINT)
+    assert r.finish() == EXIT_INTERRUPTED, r.output[-3000:]
+    before = _rows(r.run_dir)
+    assert 3 <= len(before) < 8
+    again = Run(tmp_path, "--resume", str(r.run_dir))
+    again.finish(timeout=300)
+    assert again.run_dir == r.run_dir and f"resumed with {len(before)} measured row(s)" in again.output
+    rows = _rows(r.run_dir)
+    assert sorted(row["point"] for row in rows) == [f"p{i:03d}" for i in range(8)]  # each point once
+    assert rows[: len(before)] == before  # the rows measured before were kept, not measured again
+    summary = _summary(r.run_dir)
+    assert not any("interrupted" in x for x in summary["invalid_reasons"]), summary["invalid_reasons"]
+    assert _tidy_rows(r.run_dir) == 8 and len(json.loads((r.run_dir / "manifest.json").read_text())["resumed"]) == 1
+    assert cleanup.leftovers() == []
+
+
 def test_sigkill_during_deploy_then_clean(tmp_path, machine):
     r = Run(tmp_path)
     r.wait_for("deploying lab")
