@@ -20,7 +20,7 @@ import (
 // `make bench` (go test -run ^$ -bench . -cpu 2 ./dishost; the socket
 // benchmarks pin their threads to one core each).
 
-func esGenerator(b *testing.B) *Generator {
+func esGenerator(b testing.TB) *Generator {
 	g, err := NewGenerator(GenConfig{Plan: plan(2048), Entities: 1000, Mix: Mix{dis.TypeEntityState: 1}})
 	if err != nil {
 		b.Fatal(err)

@@ -326,3 +326,26 @@ func TestJoinedGroupsSpreadOverTime(t *testing.T) {
 		}
 	}
 }
+
+// The test-only slowdown does extra work per accepted PDU and changes nothing
+// the processor reports.
+func TestExtraWorkIsWorkOnly(t *testing.T) {
+	g, buf, now := esGenerator(t), make([]byte, MaxSize), time.Now()
+	n, _, err := g.Next(buf, now)
+	if err != nil {
+		t.Fatal(err)
+	}
+	plain, slowed := NewProcessor(plan(2048), 2048), NewProcessor(plan(2048), 2048)
+	slowed.extraWork = 50
+	for i := 0; i < 3; i++ {
+		if !plain.Process(buf[:n], now) || !slowed.Process(buf[:n], now) {
+			t.Fatal("message dropped")
+		}
+	}
+	if plain.Stats.Messages != slowed.Stats.Messages || plain.Stats.Bytes != slowed.Stats.Bytes {
+		t.Errorf("stats differ: %+v vs %+v", plain.Stats, slowed.Stats)
+	}
+	if plain.sink != 0 || slowed.sink == 0 {
+		t.Errorf("sink %d (plain) %d (slowed): the extra work did not run", plain.sink, slowed.sink)
+	}
+}

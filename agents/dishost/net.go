@@ -137,6 +137,9 @@ type Receiver struct {
 	Port   int    // UDP port
 	Iface  string // interface to join on ("" = the kernel's choice)
 	Local  bool   // unicast only: bind and join nothing
+	// ExtraWork is a test-only knob: hashing rounds over each accepted PDU,
+	// a known slowdown for checking that comparisons catch one.
+	ExtraWork int
 
 	mu      sync.Mutex
 	procs   []*Processor
@@ -205,6 +208,7 @@ func (r *Receiver) Run(ctx context.Context) {
 	var wg sync.WaitGroup
 	for _, pc := range r.conns {
 		p := NewProcessor(r.Plan, r.Joined)
+		p.extraWork = r.ExtraWork
 		if r.Local {
 			p.joined = r.Plan.Groups
 		}

@@ -60,6 +60,9 @@ type Processor struct {
 	lastScan time.Time
 	First    time.Time // first datagram
 	Last     time.Time // last datagram
+
+	extraWork int    // Receiver.ExtraWork
+	sink      uint64 // keeps the extra work from being optimized away
 }
 
 // NewProcessor returns a processor accepting groups 0..joined-1 of plan.
@@ -104,6 +107,9 @@ func (p *Processor) Process(b []byte, now time.Time) bool {
 	}
 	p.Stats.Messages++
 	p.Stats.ByType[h.PDUType]++
+	if p.extraWork > 0 {
+		p.sink += burn(pdu[:h.Length], p.extraWork)
+	}
 	if es, ok := msg.(*dis.EntityStatePDU); ok {
 		p.entities[es.EntityID] = now
 	}
@@ -136,3 +142,15 @@ func (p *Processor) Expire(now time.Time) {
 
 // Entities is the number of live entities.
 func (p *Processor) Entities() int { return len(p.entities) }
+
+// burn hashes b rounds times (FNV-1a): the CPU cost of Receiver.ExtraWork.
+func burn(b []byte, rounds int) uint64 {
+	h := uint64(14695981039346656037)
+	for i := 0; i < rounds; i++ {
+		for _, c := range b {
+			h ^= uint64(c)
+			h *= 1099511628211
+		}
+	}
+	return h
+}

@@ -22,7 +22,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from .. import dockerhost, environment, guard, impair, monitor, naming, ownership, selfcheck, topo
+from .. import calibration, dockerhost, environment, guard, impair, monitor, naming, ownership, selfcheck, topo
 from ..errors import EXIT_INTERRUPTED, EXIT_INVALID, EXIT_OK, ImageError, LabError
 from ..exporter import FaultExporter
 from ..lab import Lab
@@ -187,6 +187,7 @@ class ExperimentRun:
         self.ledger = ownership.begin_run(self.rundir.run_id, self.rundir.path, keep=self.keep)
         self.rows_log, self.faults_log = JsonLog(self.rundir.path / ROWS), JsonLog(self.rundir.path / FAULTS_LOG)
         self.manifest = session.manifest(self.plan, self.rundir.run_id, dt.datetime.now(dt.UTC).isoformat(), images)
+        self.manifest["calibration"] = {"start": calibration.measure()}  # before anything of the run is up
         self.manifest["host_state"] = {"before": ownership.record_host(self.ledger)}
         self.rundir.write_json("manifest.json", self.manifest)
         self.raw = self.rundir.raw_writer()

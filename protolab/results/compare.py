@@ -38,6 +38,7 @@ SCHEMA_VERSION = 1
 ALPHA = 0.01
 RELATIVE_THRESHOLD = 0.05
 MACHINE_KEYS = ("cores", "cpu_model", "impairment_backend")  # a change of any: compare shapes only
+CALIBRATION_TOLERANCE = 0.10  # the machine's own hash rate moving more than this scales CPU shares
 LOWER_IS_BETTER = ("loss", "lost", "rtt", "delay", "latency", "cpu", "drop", "error", "outage", "elapsed",
                    "jitter", "stddev", "retries")  # fmt: skip
 HIGHER_IS_BETTER = ("goodput", "throughput", "delivered", "received_ratio")
@@ -159,6 +160,7 @@ def machine(manifest: dict[str, Any]) -> dict[str, Any]:
         "kernel": manifest.get("kernel"),
         "impairment_backend": backend.get("chosen") if isinstance(backend, dict) else backend,
         "commit": commit.get("commit") if isinstance(commit, dict) else commit,
+        "hash_mib_per_second": ((manifest.get("calibration") or {}).get("start") or {}).get("hash_mib_per_second"),
     }
 
 
@@ -212,6 +214,7 @@ def build_reference(run_dirs: Sequence[Path], allow_invalid: bool = False) -> di
             for col, vs in cols.items():
                 pooled[k][col] += vs
     assert first is not None
+    rates = [r for d in run_dirs if (r := machine(load_manifest(d))["hash_mib_per_second"])]
     points = []
     for k, rec in records.items():
         cols = {}
@@ -226,7 +229,7 @@ def build_reference(run_dirs: Sequence[Path], allow_invalid: bool = False) -> di
         "profile": first.get("profile"),
         "made_at": dt.datetime.now(dt.UTC).isoformat(timespec="seconds"),
         "runs": runs,
-        "machine": machine(first),
+        "machine": machine(first) | {"hash_mib_per_second": statistics.fmean(rates) if rates else None},
         "points": points,
     }
 
@@ -267,6 +270,15 @@ class Comparison:
         return bool(c["regressed"] or c["changed"])
 
 
+def calibration_scale(ref_machine: dict[str, Any], run_machine: dict[str, Any]) -> float | None:
+    """The factor that puts this run's CPU shares on the reference machine's speed (run rate / reference
+    rate), when the calibration moved by more than CALIBRATION_TOLERANCE; None otherwise."""
+    a, b = ref_machine.get("hash_mib_per_second"), run_machine.get("hash_mib_per_second")
+    if not a or not b or abs(b / a - 1) <= CALIBRATION_TOLERANCE:
+        return None
+    return b / a
+
+
 def _shapes(by_point: dict[str, dict[str, Sample]]) -> dict[str, dict[str, Sample]]:
     """Each column's means (and sds) divided by the column's mean over the points."""
     totals: dict[str, list[float]] = defaultdict(list)
@@ -296,6 +308,11 @@ def compare(run_dir: Path, reference: dict[str, Any], alpha: float = ALPHA,
     labels |= {k: (r["id"], r.get("label", "")) for k, r in records.items()}
     if moved:
         new, ref = _shapes(new), _shapes(ref)
+    elif (scale := calibration_scale(theirs, mine)) is not None:
+        note += (f"; the machine's own hash rate moved {theirs['hash_mib_per_second']:.0f} -> "
+                 f"{mine['hash_mib_per_second']:.0f} MiB/s: CPU columns scaled by {scale:.3f}")  # fmt: skip
+        new = {k: {c: (Sample(s.n, s.mean * scale, s.sd * scale) if "cpu" in c else s) for c, s in cols.items()}
+               for k, cols in new.items()}  # fmt: skip
     cells = []
     for k in sorted(set(new) | set(ref), key=lambda k: labels[k][0]):
         pid, label = labels[k]

@@ -12,6 +12,7 @@ up new targets only every 5 s, longer than a short sender lives).
 
 from __future__ import annotations
 
+import os
 import threading
 import time
 from typing import Any
@@ -23,6 +24,7 @@ from .dis import COLUMNS, DisTask
 
 TAIL = 1.0  # the receiver listens this long after the sender's duration
 RECV_METRICS_PORT = naming.DIS_PORT
+EXTRA_WORK_ENV = "PROTOLAB_TEST_EXTRA_WORK"  # passed on to the receiver: hashing rounds per accepted PDU
 SEND_METRICS_PORT = naming.DIS_PORT + 1
 
 
@@ -35,6 +37,7 @@ class DisRunner(WorkloadRunner[DisTask]):
         self.sender_report: dict[str, Any] = {}
         self.receiver_report: dict[str, Any] = {}
         self.rps_mask: str | None = None
+        self.extra_work: str | None = None  # the test-only slowdown, when set
 
     @property
     def loopback(self) -> bool:
@@ -84,6 +87,9 @@ class DisRunner(WorkloadRunner[DisTask]):
             cmd += ["--work", "--calibrate", f"{t.calibrate:g}s"]
         if t.cpu is not None:
             cmd = ["taskset", "-c", str(t.cpu), *cmd]
+        if extra := os.environ.get(EXTRA_WORK_ENV):  # test-only: a known slowdown (see protolab-dishost)
+            cmd = ["env", f"{EXTRA_WORK_ENV}={extra}", *cmd]
+            self.extra_work = extra
 
         def receive() -> None:
             self._recv_out = self.lab.exec(t.receiver, cmd)
@@ -125,7 +131,8 @@ class DisRunner(WorkloadRunner[DisTask]):
         self.receiver_report = json_report(out, f"dis receiver {t.name} on {t.receiver}", code, err)
 
     def raw(self) -> dict[str, Any]:
-        return {"sender": self.sender_report, "receiver": self.receiver_report}
+        out = {"sender": self.sender_report, "receiver": self.receiver_report}
+        return out | ({"test_extra_work_rounds": self.extra_work} if self.extra_work else {})
 
     def result(self) -> dict[str, float | None]:
         return columns(self.task, self.sender_report, self.receiver_report, self.loopback)

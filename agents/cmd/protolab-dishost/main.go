@@ -18,6 +18,7 @@ import (
 	"os"
 	"os/signal"
 	"runtime"
+	"strconv"
 	"strings"
 	"sync"
 	"syscall"
@@ -28,6 +29,9 @@ import (
 	"protolab/agents/internal/measure"
 	"protolab/agents/metrics"
 )
+
+// extraWorkEnv names the test-only slowdown knob (dishost.Receiver.ExtraWork).
+const extraWorkEnv = "PROTOLAB_TEST_EXTRA_WORK"
 
 var (
 	version  = metrics.DefaultVersion
@@ -176,6 +180,14 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		return bad("--share must be in (0, 1]")
 	}
 	r := &dishost.Receiver{Plan: plan, Joined: dishost.Joined(plan.Groups, *share), Port: c.port, Iface: c.iface, Local: *local}
+	if v := os.Getenv(extraWorkEnv); v != "" {
+		n, err := strconv.Atoi(v)
+		if err != nil || n < 0 {
+			return bad("%s=%q: want a count of hashing rounds per PDU", extraWorkEnv, v)
+		}
+		r.ExtraWork = n
+		slog.Warn("test-only slowdown: extra hashing per accepted PDU", "env", extraWorkEnv, "rounds", n)
+	}
 	col.Receiver = r
 	var wl *dishost.WorkLoop
 	var wg sync.WaitGroup

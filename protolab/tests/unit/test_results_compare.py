@@ -73,22 +73,25 @@ def test_classify_needs_significance_and_a_practical_size_and_knows_which_way_is
 
 
 # -- folders ---------------------------------------------------------------------------------------------------
-def make_run(root: Path, run_id: str, goodput: dict[int, list[float]], valid: bool = True, cores: int = 2) -> Path:
+def make_run(root: Path, run_id: str, goodput: dict[int, list[float]], valid: bool = True, cores: int = 2,
+             hash_rate: float | None = None, cpu: float = 0.2) -> Path:  # fmt: skip
     d = root / run_id
     d.mkdir(parents=True)
     points = [{"id": f"p{i:03d}", "values": {"rate": r}, "label": f"rate={r}"} for i, r in enumerate(goodput)]
     manifest = {"schema_version": 1, "experiment": "mini", "run_id": run_id, "profile": "quick",
                 "spec": {"sweep": {"rate": list(goodput)}}, "points": points,
                 "host": {"cpu_count": cores, "cpu_model": "test cpu"}, "kernel": "6.18",
-                "impairment_backend": {"chosen": "fallback"}, "git_commit": {"commit": "abc"}}  # fmt: skip
+                "impairment_backend": {"chosen": "fallback"}, "git_commit": {"commit": "abc"},
+                "calibration": {"start": {"hash_mib_per_second": hash_rate}}}  # fmt: skip
     (d / "manifest.json").write_text(json.dumps(manifest))
     (d / "summary.json").write_text(json.dumps({"valid": valid, "invalid_reasons": [] if valid else ["cpu busy"]}))
     with (d / "tidy.csv").open("w", newline="") as f:
         w = csv.writer(f)
-        w.writerow(["point", "repetition", "rate", "f1_goodput_bits_per_second", "p_rtt_mean_seconds"])
+        w.writerow(["point", "repetition", "rate", "f1_goodput_bits_per_second", "p_rtt_mean_seconds",
+                    "h1_cpu_ratio"])  # fmt: skip
         for p, (rate, values) in zip(points, goodput.items(), strict=True):
             for rep, v in enumerate(values):
-                w.writerow([p["id"], rep, rate, v, 0.010 + rep * 1e-5])
+                w.writerow([p["id"], rep, rate, v, 0.010 + rep * 1e-5, cpu * (1 + 0.01 * (rep % 3))])
     return d
 
 
@@ -100,7 +103,7 @@ def test_a_reference_pools_runs_and_a_run_compares_unchanged_with_itself(tmp_pat
     assert p10["columns"]["f1_goodput_bits_per_second"]["n"] == 6 and ref["runs"] == [a.name, b.name]
     assert ref["machine"]["cores"] == 2 and ref["machine"]["impairment_backend"] == "fallback"
     c = cmp.compare(b, ref)
-    assert not c.failed() and c.counts()["unchanged"] == 4, [x.row() for x in c.cells]
+    assert not c.failed() and c.counts()["unchanged"] == 6, [x.row() for x in c.cells]
     md = cmp.markdown(c)
     assert "| p000 rate=10 | f1_goodput_bits_per_second | **unchanged** | 6, 9.552" in md
 
@@ -112,6 +115,7 @@ def test_a_slower_run_is_flagged_in_exactly_the_column_it_touches(tmp_path):
     assert c.failed() and {(x.column, x.status) for x in c.cells} == {
         ("f1_goodput_bits_per_second", "regressed"),
         ("p_rtt_mean_seconds", "unchanged"),
+        ("h1_cpu_ratio", "unchanged"),
     }
     paths = cmp.write(c, tmp_path / "out")
     assert json.loads(paths[2].read_text())["counts"]["regressed"] == 1 and "regressed" in paths[1].read_text()
@@ -130,3 +134,26 @@ def test_references_are_made_of_valid_runs_of_one_experiment(tmp_path):
         cmp.build_reference([bad])
     with pytest.raises(ResultsError, match="at least one run"):
         cmp.build_reference([])
+
+
+def test_a_slower_machine_is_not_a_cpu_regression():
+    """The machine's hash rate fell 40 % and the CPU share rose 1/0.6: scaled by the calibration, unchanged;
+    the same rise without a calibration that moved is a regression."""
+    import tempfile
+
+    with tempfile.TemporaryDirectory() as d:
+        root = Path(d)
+        ref = cmp.build_reference([make_run(root, "r1", {10: [9.5, 9.6, 9.55, 9.52]}, hash_rate=1000.0)])
+        slow_machine = make_run(root, "r2", {10: [9.5, 9.6, 9.55, 9.52]}, hash_rate=600.0, cpu=0.2 / 0.6)
+        c = cmp.compare(slow_machine, ref)
+        assert "CPU columns scaled by 0.600" in c.machine_note and not c.failed(), [x.row() for x in c.cells]
+        same_machine = make_run(root, "r3", {10: [9.5, 9.6, 9.55, 9.52]}, hash_rate=990.0, cpu=0.2 / 0.6)
+        got = {x.column: x.status for x in cmp.compare(same_machine, ref).cells}
+        assert got["h1_cpu_ratio"] == "regressed"
+
+
+def test_the_calibration_measures_this_machine():
+    from protolab import calibration
+
+    c = calibration.measure()
+    assert c["hash_mib_per_second"] > 10 and c["loopback_udp_packets_per_second"] > 1000 and c["seconds"] < 5
