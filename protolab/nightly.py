@@ -51,11 +51,10 @@ def run_all(names: list[str], results: Path, references: Path, out: Path) -> int
         status = run.run()
         line: dict[str, Any] = {"experiment": name, "profile": profile, "status": status,
                                 "seconds": round(time.monotonic() - t0, 1)}  # fmt: skip
-        rundir = getattr(getattr(run, "rundir", None), "path", None)
-        if rundir is not None:
-            line |= {"run": str(rundir), "valid": bool(load_json(rundir / "summary.json").get("valid"))}
-            line["comparison"] = compare_with_reference(rundir, references)
-            line["headline"] = headline(rundir)
+        rundir = run.rundir.path  # run() made it, or raised
+        line |= {"run": str(rundir), "valid": bool(load_json(rundir / "summary.json").get("valid"))}
+        line["comparison"] = compare_with_reference(rundir, references)
+        line["headline"] = headline(rundir)
         lines.append(line)
     (out / "index.json").write_text(json.dumps({"night": out.name, "runs": lines}, indent=1) + "\n")
     (out / "index.html").write_text(index_html(out, lines))

@@ -173,57 +173,57 @@ class ExperimentRun:
         return out
 
     def _open(self) -> None:
-        """The results folder, the ledger, the logs that keep every measured row, and the manifest."""
+        """The results folder (new, or the one resumed), the ledger, the logs that keep every measured row, and
+        the manifest."""
         from ..results.store import FAULTS_LOG, ROWS, JsonLog, RunDir
 
         self.client = dockerhost.client()
         images = {n: _image_id(self.client, n)
                   for n in {s.image for p in self.plan.points for s in p.experiment.nodes.values()}}  # fmt: skip
-        if self.resume is not None:
-            return self._reopen(images)
-        self.rundir = RunDir.create(self.results_root, self.plan.base.name)
+        self.rundir = RunDir(self.resume) if self.resume else RunDir.create(self.results_root, self.plan.base.name)
+        if self.resume:
+            self._check_resumable()
+            ownership.sweep_dead()  # what the interrupted process left (its ledger), before a new one opens
         ownership.LOCK.acquire("run", self.rundir.run_id)  # names the run in the lock's holder record
         ownership.LOCK.release()
         self.ledger = ownership.begin_run(self.rundir.run_id, self.rundir.path, keep=self.keep)
         self.rows_log, self.faults_log = JsonLog(self.rundir.path / ROWS), JsonLog(self.rundir.path / FAULTS_LOG)
-        self.manifest = session.manifest(self.plan, self.rundir.run_id, dt.datetime.now(dt.UTC).isoformat(), images)
-        self.manifest["calibration"] = {"start": calibration.measure()}  # before anything of the run is up
+        if self.resume:
+            self._carry_on(images)
+        else:
+            started = dt.datetime.now(dt.UTC).isoformat()
+            self.manifest = session.manifest(self.plan, self.rundir.run_id, started, images)
+            self.manifest["calibration"] = {"start": calibration.measure()}  # before anything of the run is up
         self.manifest["host_state"] = {"before": ownership.record_host(self.ledger)}
         self.rundir.write_json("manifest.json", self.manifest)
         self.raw = self.rundir.raw_writer()
-        print(f"results -> {self.rundir.path}", flush=True)
+        resumed = f" (resumed with {len(self.rows)} measured row(s))" if self.resume else ""
+        print(f"results -> {self.rundir.path}{resumed}", flush=True)
 
-    def _reopen(self, images: dict[str, str]) -> None:
-        """--resume: the interrupted run's folder, rows and fault events carried on; its invalid reasons kept
-        but the interruption's. Refused when the spec (profile applied) is not the one the run was made of."""
-        from ..results.store import FAULTS_LOG, ROWS, SUMMARY, JsonLog, RunDir, load_json
-
-        self.rundir = RunDir(self.resume)
+    def _check_resumable(self) -> None:
+        """--resume only carries on a run of the same spec (profile applied)."""
         old = self.rundir.manifest()
         if (old["experiment"], old.get("profile")) != (self.plan.base.name, self.plan.profile):
             raise LabError(f"--resume {self.resume}: a run of {old['experiment']}/{old.get('profile')}, not "
                            f"{self.plan.base.name}/{self.plan.profile}")  # fmt: skip
         if old["spec"] != self.plan.raw:
             raise LabError(f"--resume {self.resume}: the spec changed since that run; start a new run")
-        ownership.sweep_dead()  # what the interrupted process left (its ledger), before a new one opens
-        ownership.LOCK.acquire("run", self.rundir.run_id)
-        ownership.LOCK.release()
-        self.ledger = ownership.begin_run(self.rundir.run_id, self.rundir.path, keep=self.keep)
-        self.rows_log, self.faults_log = JsonLog(self.rundir.path / ROWS), JsonLog(self.rundir.path / FAULTS_LOG)
+
+    def _carry_on(self, images: dict[str, str]) -> None:
+        """--resume: the interrupted run's rows and fault events carried on; its invalid reasons kept but the
+        interruption's; the manifest records the resume."""
+        from ..results.store import SUMMARY, load_json
+
         self.rows, self.fault_rows = self.rows_log.read(), self.faults_log.read()
         if (self.rundir.path / SUMMARY).exists():
             before = load_json(self.rundir.path / SUMMARY)
             gone = ("interrupted", "the run's process", "nothing was measured")  # what the resume undoes
             self.invalid += [r for r in before.get("invalid_reasons", []) if not r.startswith(gone)]
             self.guard |= before.get("guard") or {}
-        self.manifest = old
+        self.manifest = self.rundir.manifest()
         self.manifest.setdefault("resumed", []).append({
             "at": dt.datetime.now(dt.UTC).isoformat(), "rows_before": len(self.rows), "images": images,
             "git_commit": environment.git_commit()})  # fmt: skip
-        self.manifest["host_state"] = {"before": ownership.record_host(self.ledger)}
-        self.rundir.write_json("manifest.json", self.manifest)
-        self.raw = self.rundir.raw_writer()
-        print(f"results -> {self.rundir.path} (resumed with {len(self.rows)} measured row(s))", flush=True)
 
     def _removed_leftovers(self) -> None:
         """What killed runs left (swept by their ledgers before anything is made) goes into the manifest."""

@@ -70,11 +70,10 @@ def two_sided_test(ref: Sample, new: Sample) -> tuple[float, float, float] | Non
         se = math.sqrt(v1 + v2)
         df = (v1 + v2) ** 2 / ((v1**2 / (ref.n - 1) if v1 else 0) + (v2**2 / (new.n - 1) if v2 else 0))
     elif ref.n >= 2 or new.n >= 2:  # one value against the other side's prediction interval
-        many, one = (ref, new) if ref.n >= 2 else (new, ref)
+        many = ref if ref.n >= 2 else new
         if many.sd == 0:
             return (1.0 if diff == 0 else 0.0), diff, diff
         se, df = many.sd * math.sqrt(1 + 1 / many.n), many.n - 1
-        del one
     else:
         return None
     t = diff / se
