@@ -235,7 +235,7 @@ func (c *Central) control(ctl bundle.Control, now time.Time) {
 		}
 	case bundle.CtlRAck:
 		if c.rel != nil {
-			c.rel.ack(ctl.Seq, bundle.Bit(host))
+			c.st.Acked(c.rel.ack(ctl.Seq, bundle.Bit(host)))
 		}
 	case bundle.CtlSeq: // read before the loop (lastSeq)
 	case bundle.CtlDrop:

@@ -17,7 +17,10 @@ import (
 // the retransmission timeout goes again, its priority messages only, in a
 // bundle of its own under the same number (toward the hosts, only to the hosts
 // still owing an acknowledgement), at most reliableTries times in all; then
-// its messages count as dropped (gave_up). A receiver hands up the messages of
+// its messages count as dropped (gave_up). The timeout doubles with each
+// sending (RFC 6298 sec. 5.5), up to maxRTO: a receiver or a link stalled for
+// a few hundred milliseconds (a busy 2-core machine, a userspace link
+// emulator) costs a few retransmissions, not a give-up. A receiver hands up the messages of
 // a number once: a repeat is acknowledged again and its messages counted as
 // duplicates. Wide-area delivery stays unreliable, as in the thesis.
 
@@ -25,8 +28,9 @@ import (
 const DropGaveUp = "gave_up"
 
 const (
-	reliableTries = 6               // first sending included
-	seenFor       = 2 * time.Second // how long a receiver remembers a number
+	reliableTries = 6                      // first sending included
+	maxRTO        = 500 * time.Millisecond // the doubled timeout's ceiling
+	seenFor       = 4 * time.Second        // how long a receiver remembers a number: longer than all tries
 )
 
 // RTO is the retransmission timeout for a bundling interval: the bundle and
@@ -47,6 +51,7 @@ type pending struct {
 	msgs  []relMsg
 	owe   bundle.Mask // who has not acknowledged (bit 1 for C_2)
 	sent  time.Time
+	wait  time.Duration // the timeout of the latest sending
 	tries int
 }
 
@@ -78,25 +83,28 @@ func (o *outbox) close(owe bundle.Mask, now time.Time) uint32 {
 	if o.seq == 0 {
 		o.seq = 1
 	}
-	o.open[o.seq] = &pending{msgs: o.cur, owe: owe, sent: now, tries: 1}
+	o.open[o.seq] = &pending{msgs: o.cur, owe: owe, sent: now, wait: o.rto, tries: 1}
 	o.order = append(o.order, o.seq)
 	o.cur = nil
 	return o.seq
 }
 
-// ack clears the acknowledging peer's bit of a number.
-func (o *outbox) ack(seq uint32, from bundle.Mask) {
+// ack clears the acknowledging peer's bit of a number; when no peer owes it
+// any more, it returns how many sendings the number took (else 0).
+func (o *outbox) ack(seq uint32, from bundle.Mask) (sendings int) {
 	if p, ok := o.open[seq]; ok {
 		p.owe &^= from
 		if p.owe == 0 {
 			delete(o.open, seq)
+			return p.tries
 		}
 	}
+	return 0
 }
 
 // due calls resend for each number whose timeout has passed (its messages,
-// the peers still owing), and gives up after reliableTries, returning the
-// number of messages given up.
+// the peers still owing) and doubles its timeout; it gives up after
+// reliableTries, returning the number of messages given up.
 func (o *outbox) due(now time.Time, resend func(seq uint32, p *pending)) (gaveUp int) {
 	kept := o.order[:0]
 	for _, seq := range o.order {
@@ -104,7 +112,7 @@ func (o *outbox) due(now time.Time, resend func(seq uint32, p *pending)) (gaveUp
 		if !ok {
 			continue
 		}
-		if now.Sub(p.sent) >= o.rto {
+		if now.Sub(p.sent) >= p.wait {
 			if p.tries >= reliableTries {
 				delete(o.open, seq)
 				gaveUp += len(p.msgs)
@@ -112,6 +120,7 @@ func (o *outbox) due(now time.Time, resend func(seq uint32, p *pending)) (gaveUp
 			}
 			p.tries++
 			p.sent = now
+			p.wait = min(2*p.wait, maxRTO)
 			resend(seq, p)
 		}
 		kept = append(kept, seq)

@@ -1,6 +1,7 @@
 package converter
 
 import (
+	"fmt"
 	"net/netip"
 	"testing"
 	"time"
@@ -118,6 +119,9 @@ func TestReliableCentralAcksNumbersAndResendsToTheHostsOwing(t *testing.T) {
 	if len(*out) != 0 || st.Dropped[DropGaveUp] != 0 {
 		t.Fatalf("after the acknowledgement: %d bundles, dropped %v", len(*out), st.Dropped)
 	}
+	if len(st.AckedAfter) != 1 || st.AckedAfter[2] != 1 {
+		t.Fatalf("acknowledged after %v sendings (want once after 2)", st.AckedAfter)
+	}
 	// host 1 sends number 7 again (it missed the ack): acknowledged again, not delivered twice
 	c.From(withSeq(1, 7, 5*32+1), hostAddr(1), now)
 	c.Tick(now.Add(10 * RTO(c.cfg.Interval)))
@@ -130,14 +134,42 @@ func TestReliableCentralAcksNumbersAndResendsToTheHostsOwing(t *testing.T) {
 func TestReliableCentralGivesUp(t *testing.T) {
 	c, out, st, now := reliableCentral(t)
 	c.From(withSeq(1, 1, 5*32+1, 5*32+3), hostAddr(1), now)
-	for i := 0; i <= reliableTries+2; i++ {
-		c.Tick(now.Add(time.Duration(i) * RTO(c.cfg.Interval)))
+	// ticking every millisecond: the sendings go at 0, then after timeouts of 20, 40, 80, 160 and 320 ms
+	// (doubling from RTO), and the last waits maxRTO before the give-up
+	rto := RTO(c.cfg.Interval)
+	var resentAt []time.Duration
+	for d := time.Duration(0); d <= 3*time.Second; d += time.Millisecond {
+		*out = nil
+		before := st.Retransmitted
+		c.Tick(now.Add(d))
+		if st.Retransmitted != before {
+			resentAt = append(resentAt, d)
+		}
+		if st.Dropped[DropGaveUp] > 0 && resentAt[len(resentAt)-1] != d {
+			want := resentAt[len(resentAt)-1] + maxRTO
+			if d != want {
+				t.Fatalf("gave up at %v, want %v (last sending %v + maxRTO)", d, want, resentAt[len(resentAt)-1])
+			}
+			break
+		}
+	}
+	var want []time.Duration
+	at, wait := time.Duration(0), rto
+	for range reliableTries - 1 {
+		at += wait
+		want = append(want, at)
+		wait = min(2*wait, maxRTO)
+	}
+	if fmt.Sprint(resentAt) != fmt.Sprint(want) {
+		t.Fatalf("resent at %v, want %v", resentAt, want)
 	}
 	if st.Retransmitted != 2*(reliableTries-1) || st.Dropped[DropGaveUp] != 2 {
 		t.Fatalf("retransmitted %d, dropped %v (want %d resent, 2 given up)", st.Retransmitted, st.Dropped,
 			2*(reliableTries-1))
 	}
-	_ = out
+	if total := want[len(want)-1] + maxRTO; total >= seenFor {
+		t.Fatalf("a receiver forgets a number (%v) before its sender gives up (%v)", seenFor, total)
+	}
 }
 
 func TestReliableReserveKeepsRoomForTheNumber(t *testing.T) {

@@ -301,7 +301,7 @@ func RunH(ctx context.Context, cfg *Config, st *Stats) error {
 						h.cond.Broadcast()
 					case bundle.CtlRAck:
 						if h.rel != nil && int(c.Host) == cfg.ID {
-							h.rel.ack(c.Seq, 1)
+							st.Acked(h.rel.ack(c.Seq, 1))
 						}
 					case bundle.CtlCongestion:
 						st.mu.Lock()
@@ -407,6 +407,9 @@ func RunH(ctx context.Context, cfg *Config, st *Stats) error {
 	h.mu.Unlock()
 	sleep(ctx, cfg.Drain) // the interval goes on: acknowledgements and retransmissions
 	close(stop)
+	h.mu.Lock()
+	flush() // the acknowledgements gathered since the last interval
+	h.mu.Unlock()
 	return err
 }
 

@@ -38,9 +38,10 @@ type Stats struct {
 	ReceivedPriority uint64
 	Retransmitted    uint64
 	Duplicates       uint64
-	Delay            measure.Hist // one-way message delay at the receiving host
-	Added            measure.Hist // time a message spent in this converter
-	PerBundle        measure.Hist // messages per bundle received (as a count, not seconds)
+	AckedAfter       map[int]uint64 // numbers fully acknowledged, by the sendings they took
+	Delay            measure.Hist   // one-way message delay at the receiving host
+	Added            measure.Hist   // time a message spent in this converter
+	PerBundle        measure.Hist   // messages per bundle received (as a count, not seconds)
 	BundlesIn        uint64
 	BundlesOut       uint64
 	PacketsIn        uint64
@@ -56,7 +57,7 @@ type Stats struct {
 // NewStats starts a role's counters.
 func NewStats(role string) *Stats {
 	return &Stats{Role: role, SentTo: map[int]uint64{}, SentPriorityTo: map[int]uint64{}, Dropped: map[string]uint64{},
-		Start: time.Now()}
+		AckedAfter: map[int]uint64{}, Start: time.Now()}
 }
 
 // Drop counts n messages or bundles dropped for a reason.
@@ -64,6 +65,15 @@ func (s *Stats) Drop(reason string, n uint64) {
 	s.mu.Lock()
 	s.Dropped[reason] += n
 	s.mu.Unlock()
+}
+
+// Acked counts a number fully acknowledged after `sendings` (0: not yet, nothing counted).
+func (s *Stats) Acked(sendings int) {
+	if sendings > 0 {
+		s.mu.Lock()
+		s.AckedAfter[sendings]++
+		s.mu.Unlock()
+	}
 }
 
 // Summary is the JSON line a process prints at its end (read by
@@ -86,6 +96,9 @@ func (s *Stats) Summary() map[string]any {
 		"dropped": dropped, "bundles_in": s.BundlesIn, "bundles_out": s.BundlesOut,
 		"packets_in": s.PacketsIn, "packets_out": s.PacketsOut, "elapsed_seconds": elapsed.Seconds(),
 		"congestion_level": s.Congestion, "groups": s.Groups,
+	}
+	if len(s.AckedAfter) > 0 {
+		out["acked_after_sendings"] = byHost(s.AckedAfter)
 	}
 	put := func(key string, v float64) {
 		if !math.IsNaN(v) {

@@ -138,4 +138,8 @@ def test_reliable_delivery_gets_every_priority_message_through_lossy_host_links(
     assert 0.01 < cols["cv_loss_ratio"] < 0.3, cols
     assert cols["cv_retransmitted_total"] > 0 and int(reps["c2"].get("retransmitted") or 0) > 0, reps["c2"]
     assert sum(int(reps[h].get("retransmitted") or 0) for h in hosts) > 0, [reps[h] for h in hosts]
-    assert int((reps["c2"].get("dropped") or {}).get("gave_up") or 0) == 0, reps["c2"]
+    # a give-up means 6 sendings over ~1.1 s (the timeout doubling from 20 ms) all went unacknowledged
+    gave_up = {n: int((reps[n].get("dropped") or {}).get("gave_up") or 0) for n in ["c2", *hosts]}
+    tries = {n: reps[n].get("acked_after_sendings") for n in ["c2", *hosts]}
+    assert not any(gave_up.values()), f"gave up {gave_up}; acknowledged after sendings {tries}"
+    assert all(tries.values()), tries
