@@ -76,15 +76,12 @@ def cmd_report(a: argparse.Namespace) -> int:
     return 0
 
 
-REFERENCES = Path(__file__).resolve().parent.parent / "experiments" / "references"
-
-
 def cmd_reference(a: argparse.Namespace) -> int:
     from .results import compare
     from .results.store import write_json
 
     ref = compare.build_reference([Path(d) for d in a.runs])
-    out = Path(a.out) if a.out else compare.reference_path(REFERENCES, ref["experiment"], ref["profile"])
+    out = Path(a.out) if a.out else compare.reference_path(compare.REFERENCES_DIR, ref["experiment"], ref["profile"])
     out.parent.mkdir(parents=True, exist_ok=True)
     write_json(out, ref)
     cols = sum(len(p["columns"]) for p in ref["points"])
@@ -102,7 +99,7 @@ def cmd_compare(a: argparse.Namespace) -> int:
         ref = compare.as_reference(Path(a.against))
     else:
         m = load_manifest(run)
-        path = compare.reference_path(REFERENCES, m["experiment"], m.get("profile"))
+        path = compare.reference_path(compare.REFERENCES_DIR, m["experiment"], m.get("profile"))
         if not path.exists():
             print(f"no reference at {path}: make one with `protolab reference update RUN_DIR...`", file=sys.stderr)
             return 1
@@ -117,10 +114,11 @@ def cmd_compare(a: argparse.Namespace) -> int:
 def cmd_nightly(a: argparse.Namespace) -> int:
     _need_root("nightly")
     from . import nightly, spec
+    from .results import compare
 
     names = a.names or sorted(p.stem for p in spec.EXPERIMENTS_DIR.glob("*.yaml"))
     out = nightly.night_dir(Path(a.results) / "nightly")
-    status = nightly.run_all(names, Path(a.results), REFERENCES, out)
+    status = nightly.run_all(names, Path(a.results), compare.REFERENCES_DIR, out)
     print(f"nightly: {out / 'index.html'} (trend: {out.parent / 'trend.html'}), exit {status}")
     return status
 

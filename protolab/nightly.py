@@ -15,7 +15,7 @@ from typing import Any
 
 from . import spec
 from .errors import EXIT_INVALID, EXIT_OK, EXIT_REGRESSED
-from .results import compare
+from .results import compare, render
 from .results.store import TIDY, load_json, read_tidy
 
 NIGHTLY_PROFILES = ("nightly", "quick")
@@ -53,23 +53,14 @@ def run_all(names: list[str], results: Path, references: Path, out: Path) -> int
                                 "seconds": round(time.monotonic() - t0, 1)}  # fmt: skip
         rundir = run.rundir.path  # run() made it, or raised
         line |= {"run": str(rundir), "valid": bool(load_json(rundir / "summary.json").get("valid"))}
-        line["comparison"] = compare_with_reference(rundir, references)
+        line["comparison"] = compare.with_reference(rundir, references)
+        render.render_all(rundir)  # the report shows this comparison
         line["headline"] = headline(rundir)
         lines.append(line)
     (out / "index.json").write_text(json.dumps({"night": out.name, "runs": lines}, indent=1) + "\n")
     (out / "index.html").write_text(index_html(out, lines))
     trend(out.parent)
     return exit_status(lines)
-
-
-def compare_with_reference(rundir: Path, references: Path) -> dict[str, Any]:
-    m = load_json(rundir / "manifest.json")
-    path = compare.reference_path(references, m["experiment"], m.get("profile"))
-    if not path.exists():
-        return {"reference": None, "note": f"no reference ({path}): not compared"}
-    c = compare.compare(rundir, compare.load_reference(path))
-    compare.write(c, rundir / "compare")
-    return {"reference": str(path), "counts": c.counts(), "failed": c.failed(), "machine": c.machine_note}
 
 
 def headline(rundir: Path) -> dict[str, float]:

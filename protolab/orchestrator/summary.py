@@ -35,12 +35,30 @@ def finish(rundir: Any, plan: Any, rows: list[dict[str, Any]], fault_rows: list[
     if repetitions:
         summary["repetitions"] = repetitions  # per point: n, converged, the watched columns' nsd of the mean
     rundir.write_json("summary.json", summary)
+    against = reference_line(rundir.path)
     try:
         render.render_all(rundir.path)
     except Exception as exc:  # the measured data is safe; say how to regenerate
         print(f"rendering the report failed ({exc}); rerun `protolab report {rundir.path}`", flush=True)
     print_summary(summary, rundir.path)
+    if against:
+        print(against, flush=True)
     return bool(summary["valid"])
+
+
+def reference_line(path: Path) -> str:
+    """Compare the run with its committed reference (into compare/, which the report shows); one line."""
+    from ..errors import ProtolabError
+    from ..results import compare
+
+    try:
+        c = compare.with_reference(path)
+    except (ProtolabError, OSError, ValueError, KeyError) as exc:
+        return f"against the reference: not compared ({exc})"
+    if c["reference"] is None:
+        return ""
+    counts = ", ".join(f"{n} {s}" for s, n in c["counts"].items() if n)
+    return f"against the reference: {counts} ({path / compare.COMPARE_DIR / 'compare.html'})"
 
 
 def print_summary(summary: dict[str, Any], path: Path) -> None:

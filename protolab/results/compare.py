@@ -30,11 +30,14 @@ from typing import Any
 
 from scipy import stats as _st
 
+from ..model.report import EXPERIMENTS_DIR
 from .display import is_measured
 from .stats import clean
 from .store import ResultsError, load_json, load_manifest
 
 SCHEMA_VERSION = 1
+REFERENCES_DIR = EXPERIMENTS_DIR / "references"  # <experiment>/<profile>.json, committed
+COMPARE_DIR = "compare"  # a run's comparison with its reference: compare.{md,html,json}
 ALPHA = 0.01
 RELATIVE_THRESHOLD = 0.05
 MACHINE_KEYS = ("cores", "cpu_model", "impairment_backend")  # a change of any: compare shapes only
@@ -348,6 +351,25 @@ def markdown(c: Comparison) -> str:
     return "\n".join(lines) + "\n"
 
 
+def report_rows(saved: dict[str, Any]) -> list[dict[str, str]]:
+    """compare.json's cells as the run's report shows them, the flagged ones first."""
+    order = {s: i for i, s in enumerate(STATUSES)}
+
+    def side(c: dict[str, Any], k: str) -> str:
+        if c.get(f"{k}_mean") is None:
+            return "—"
+        sd = f" ± {_fmt(c[f'{k}_sd'], 2)}" if (c.get(f"{k}_n") or 0) > 1 else ""
+        return f"{_fmt(c[f'{k}_mean'])}{sd} (n {c.get(f'{k}_n')})"
+
+    out = []
+    for c in sorted(saved.get("cells") or [], key=lambda c: (order.get(c["status"], 9), c["point"], c["column"])):
+        rel = f" ({c['relative']:+.1%})" if c.get("relative") is not None else ""
+        out.append({"point": f"{c['point']} {c.get('label', '')}".strip(), "column": c["column"],
+                    "status": c["status"], "reference": side(c, "ref"), "run": side(c, "new"),
+                    "difference": f"{_fmt(c.get('diff'))}{rel}", "p": _fmt(c.get("p"), 3)})  # fmt: skip
+    return out
+
+
 def html_page(c: Comparison) -> str:
     colors = {"regressed": "#c0392b", "changed": "#d68910", "improved": "#1e8449", "unchanged": "#555",
               "not comparable": "#999"}  # fmt: skip
@@ -365,6 +387,18 @@ def html_page(c: Comparison) -> str:
             f"<h1>{html.escape(c.experiment)} run {html.escape(c.run_id)} vs {html.escape(c.reference)}</h1>"
             f"<p>{html.escape(c.machine_note)}. {counts}.</p><table border=1 cellpadding=3>"
             f"<tr>{head}</tr>{''.join(rows)}</table>\n")  # fmt: skip
+
+
+def with_reference(run_dir: Path, references: Path = REFERENCES_DIR) -> dict[str, Any]:
+    """Compare a run with its experiment and profile's reference, if there is one, into RUN/compare/; return
+    what the nightly index and the run's last lines say of it."""
+    m = load_manifest(run_dir)
+    path = reference_path(references, m["experiment"], m.get("profile"))
+    if not path.exists():
+        return {"reference": None, "note": f"no reference ({path}): not compared"}
+    c = compare(run_dir, load_reference(path))
+    write(c, Path(run_dir) / COMPARE_DIR)
+    return {"reference": str(path), "counts": c.counts(), "failed": c.failed(), "machine": c.machine_note}
 
 
 def write(c: Comparison, out_dir: Path) -> list[Path]:

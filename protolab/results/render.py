@@ -24,10 +24,11 @@ from typing import Any
 from pydantic import ValidationError
 
 from ..model.report import Knee, Plot, Table
+from .compare import COMPARE_DIR
 from .plots import plot_png
 from .report_html import report_html
 from .seedtables import load_for_run
-from .store import SUMMARY, TIDY, load_json, load_manifest, read_tidy
+from .store import SUMMARY, TIDY, ResultsError, load_json, load_manifest, read_tidy
 from .sweep import Sweep
 from .tables import KneeData, TableData
 from .timeline import fault_timeline_png
@@ -72,7 +73,9 @@ def render_all(run_dir: Path) -> list[Path]:
     tables: list[TableData] = []
     for t in _parse_items(Table, spec.get("tables"), "tables", problems):
         try:
-            data = TableData.build(t, sweep, rows, load_for_run(run_dir, manifest, t))
+            until = spec.get("repetitions") if isinstance(spec.get("repetitions"), dict) else None
+            data = TableData.build(t, sweep, rows, load_for_run(run_dir, manifest, t),
+                                   (summary or {}).get("repetitions"), until)  # fmt: skip
         except ValueError as exc:
             problems.append(f"table {t.name}: {exc}")
             continue
@@ -123,7 +126,13 @@ def render_all(run_dir: Path) -> list[Path]:
 
     for msg in problems:
         log.warning("%s: %s", run_dir, msg)
-    html = report_html(manifest, summary, tables, plots, sweep, problems)
+    comparison = None
+    if (saved := run_dir / COMPARE_DIR / "compare.json").exists():
+        try:
+            comparison = load_json(saved)
+        except ResultsError as exc:
+            problems.append(f"comparison with the reference: {exc}")
+    html = report_html(manifest, summary, tables, plots, sweep, problems, comparison)
     path = run_dir / "report.html"
     path.write_text(html, encoding="utf-8")
     written.append(path)

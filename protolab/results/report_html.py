@@ -13,6 +13,7 @@ import yaml
 from jinja2 import Environment, FileSystemLoader, StrictUndefined
 
 from ..model.report import Plot
+from . import compare
 from .display import Display, axis_str
 from .stats import clean
 from .sweep import Sweep
@@ -171,6 +172,19 @@ def _duration(manifest: Mapping[str, Any]) -> str:
     return f"{secs // 60}m {secs % 60:02d}s"
 
 
+def _comparison(saved: Mapping[str, Any] | None) -> dict[str, Any] | None:
+    if saved is None:
+        return None
+    rows = compare.report_rows(dict(saved))
+    return {
+        "reference": saved.get("reference", ""),
+        "machine": saved.get("machine", ""),
+        "counts": ", ".join(f"{n} {s}" for s, n in (saved.get("counts") or {}).items() if n),
+        "flagged": [r for r in rows if r["status"] != "unchanged"],
+        "unchanged": [r for r in rows if r["status"] == "unchanged"],
+    }
+
+
 def report_html(
     manifest: Mapping[str, Any],
     summary: Mapping[str, Any] | None,
@@ -178,7 +192,9 @@ def report_html(
     plots: Sequence[tuple[Plot, bytes]],
     sweep: Sweep,
     problems: Sequence[str] = (),
+    comparison: Mapping[str, Any] | None = None,
 ) -> str:
+    """`comparison`: the run's compare/compare.json (its comparison with the committed reference), if any."""
     env = Environment(
         loader=FileSystemLoader(str(TEMPLATES)),
         autoescape=True,
@@ -244,5 +260,6 @@ def report_html(
         "points": [(p["id"], sweep.point_labels.get(p["id"], "")) for p in manifest.get("points") or []],
         "spec_yaml": _yaml(spec),
         "problems": list(problems),
+        "comparison": _comparison(comparison),
     }
     return env.get_template(REPORT_TEMPLATE).render(**ctx)

@@ -7,7 +7,8 @@ from __future__ import annotations
 import csv
 import io
 import math
-from collections.abc import Sequence
+from collections import Counter
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -27,6 +28,45 @@ def unstable(s: dict[str, Any]) -> bool:
     return s["n"] > 1 and s.get("nsd") is not None and s["nsd"] > NSD_BOUND
 
 
+@dataclass(frozen=True)
+class Convergence:
+    """The repetitions a table row's points took under `repetitions: {until_nsd: ...}`."""
+
+    points: int
+    n_min: int
+    n_max: int
+    converged: int  # points whose watched columns' nsd of the mean fell below the bound
+
+    CSV = ("points", "points_converged", "repetitions_min", "repetitions_max")
+
+    @classmethod
+    def of(cls, rows: Sequence[Row], repetitions: Mapping[str, Mapping[str, Any]]) -> Convergence:
+        n = Counter(str(r.get("point")) for r in rows)
+        return cls(len(n), min(n.values(), default=0), max(n.values(), default=0),
+                   sum(bool((repetitions.get(p) or {}).get("converged")) for p in n))  # fmt: skip
+
+    def text(self) -> str:
+        if not self.points:
+            return MISSING
+        n = str(self.n_min) if self.n_min == self.n_max else f"{self.n_min}–{self.n_max}"
+        if self.converged == self.points:
+            return f"{n} ✓"
+        if self.converged == 0:
+            return f"{n} ✗"
+        return f"{n} ({self.converged} of {self.points} ✓)"
+
+    def csv(self) -> list[str]:
+        return [str(self.points), str(self.converged), str(self.n_min), str(self.n_max)]
+
+    @staticmethod
+    def note(until: Mapping[str, Any] | None) -> str:
+        u = until or {}
+        watched = ", ".join(u.get("columns") or []) or "every result column with a non-zero mean"
+        return (f"Repetitions: each point repeated until the normalized standard deviation of its mean of "
+                f"{watched} fell below {u.get('until_nsd', '?')} (at least {u.get('min', '?')}, at most "
+                f"{u.get('max', '?')} times); ✓ = converged, ✗ = stopped at the maximum. ")  # fmt: skip
+
+
 @dataclass
 class TableData:
     spec: Table
@@ -35,9 +75,15 @@ class TableData:
     displays: list[Display]
     pooled: list[str]
     seed: SeedTable | None = None  # the seed's numbers, shown beside the measured columns they share
+    convergence: list[Convergence] | None = None  # per combo, under `repetitions: {until_nsd: ...}`
+    until: Mapping[str, Any] | None = None  # that spec
 
     @classmethod
-    def build(cls, spec: Table, sweep: Sweep, rows: Sequence[Row], seed: SeedTable | None = None) -> TableData:
+    def build(cls, spec: Table, sweep: Sweep, rows: Sequence[Row], seed: SeedTable | None = None,
+              repetitions: Mapping[str, Mapping[str, Any]] | None = None,
+              until: Mapping[str, Any] | None = None) -> TableData:  # fmt: skip
+        """`repetitions` (summary.json's, per point: n, converged) and `until` (the spec's repetitions) add a
+        column saying how many repetitions each row's points took and whether they converged."""
         unknown = [a for a in [*spec.rows, *spec.where] if a not in sweep.axes]
         if unknown:
             raise ValueError(f"rows {unknown} are not sweep axes (axes: {sweep.axes})")
@@ -53,14 +99,15 @@ class TableData:
                 if seedkey(k) not in measured:
                     combos.append(k)
                     stats.append([describe([]) for _ in spec.columns])
-        return cls(spec, combos, stats, displays, sweep.pooled(spec.rows, rows), seed)
+        conv = [Convergence.of(select_rows(rows, spec.rows, c), repetitions) for c in combos] if repetitions else None
+        return cls(spec, combos, stats, displays, sweep.pooled(spec.rows, rows), seed, conv, until)
 
     def _has_seed(self, column: str) -> bool:
         return self.seed is not None and column in self.seed.columns
 
     @property
     def headers(self) -> list[str]:
-        out = list(self.spec.rows)
+        out = list(self.spec.rows) + (["repetitions"] if self.convergence else [])
         for c, d in zip(self.spec.columns, self.displays, strict=True):
             out.append(d.header(c))
             if self._has_seed(c):
@@ -70,7 +117,7 @@ class TableData:
     @property
     def classes(self) -> list[str]:
         """Per header: '' for row keys, 'num' for measured columns, 'num seed' for the seed's."""
-        out = [""] * len(self.spec.rows)
+        out = [""] * len(self.spec.rows) + (["num"] if self.convergence else [])
         for c in self.spec.columns:
             out += ["num", "num seed"] if self._has_seed(c) else ["num"]
         return out
@@ -80,9 +127,9 @@ class TableData:
 
     def cells(self) -> list[list[str]]:
         out = []
-        for combo, stats in zip(self.combos, self.stats, strict=True):
+        for i, (combo, stats) in enumerate(zip(self.combos, self.stats, strict=True)):
             seed = self._seed_values(combo)
-            row = list(combo)
+            row = list(combo) + ([self.convergence[i].text()] if self.convergence else [])
             for c, s, d in zip(self.spec.columns, stats, self.displays, strict=True):
                 row.append(d.mean_sd(s["mean"], s["sd"], s["n"]) + (f" {NSD_MARK}" if unstable(s) else ""))
                 if self._has_seed(c):
@@ -103,6 +150,7 @@ class TableData:
         only = where_note(self.spec.where)
         return (
             (f"Only the points with {only}. " if only else "")
+            + (Convergence.note(self.until) if self.convergence else "")
             + f"Cells: {pooled_note(self.pooled)} ({n}), ± sample standard deviation when n > 1; "
             f"{MISSING} = not measured."
             + (
@@ -116,12 +164,12 @@ class TableData:
     def csv_text(self) -> str:
         buf = io.StringIO()
         w = csv.writer(buf, lineterminator="\n")
-        header = list(self.spec.rows)
+        header = list(self.spec.rows) + (list(Convergence.CSV) if self.convergence else [])
         for c in self.spec.columns:
             header += [f"{c}_{k}" for k in ("mean", "sd", "n", "nsd")] + ([f"{c}_seed"] if self._has_seed(c) else [])
         w.writerow(header)
-        for combo, stats in zip(self.combos, self.stats, strict=True):
-            cells: list[str] = list(combo)
+        for i, (combo, stats) in enumerate(zip(self.combos, self.stats, strict=True)):
+            cells: list[str] = list(combo) + (self.convergence[i].csv() if self.convergence else [])
             seed = self._seed_values(combo)
             for c, s in zip(self.spec.columns, stats, strict=True):
                 nsd = _num(s["nsd"]) if s["n"] > 1 and s.get("nsd") is not None else ""

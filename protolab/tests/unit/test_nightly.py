@@ -8,6 +8,7 @@ import json
 from protolab import nightly
 from protolab.errors import EXIT_INVALID, EXIT_OK, EXIT_REGRESSED
 from protolab.results import compare as cmp
+from protolab.results import render_all
 from protolab.tests.unit.test_results_compare import make_run
 
 
@@ -25,9 +26,16 @@ def test_a_run_is_compared_with_its_reference_and_its_headline_kept(tmp_path):
     path.parent.mkdir(parents=True)
     path.write_text(json.dumps(ref))
     slow = make_run(tmp_path, "r2", {10: [8.5, 8.6, 8.55, 8.52]})
-    got = nightly.compare_with_reference(slow, refs)
+    got = cmp.with_reference(slow, refs)
     assert got["failed"] and got["counts"]["regressed"] == 1 and (slow / "compare" / "compare.html").exists()
-    assert nightly.compare_with_reference(slow, tmp_path / "none")["reference"] is None
+    assert cmp.with_reference(slow, tmp_path / "none")["reference"] is None
+    # the run's report shows the reference beside the measured values, the regressed cell first
+    render_all(slow)
+    page = (slow / "report.html").read_text()
+    section = page[page.index('<section id="reference">') :]
+    assert "1 regressed" in section and section.index("regressed") < section.index("Unchanged (")
+    row = section[section.index('<tr class="cmp-regressed">') :].split("</tr>")[0]
+    assert "f1_goodput_bits_per_second" in row and "9.543 ± 0.043 (n 4)" in row and "8.543 ± 0.043 (n 4)" in row
 
 
 def test_index_and_trend_pages(tmp_path):

@@ -161,7 +161,7 @@ def test_markdown_known_cells(rendered):
     # hub @ 10 Mbit: h3 (9.62, 9.58) -> 9.600 ± 0.028; goodput 4.400 ± 0.014; loss 2.30 ± 0.28 % (nsd 0.12: †)
     assert "| hub | 10Mbit | 9.600 ± 0.028 | 4.400 ± 0.014 | 2.30 ± 0.28 † | — |" in md
     # switched @ 100 Mbit: loss not measured
-    assert "| switched | 100Mbit | 97.00 ± 0.14 | 92.40 ± 0.14 | — | 12.0 ± 1.4 † |"  # retransmits nsd 0.12 in md
+    assert "| switched | 100Mbit | 97.00 ± 0.14 | 92.40 ± 0.14 | — | 12.0 ± 1.4 † |" in md  # retransmits nsd 0.12
     lines = [ln for ln in md.splitlines() if ln.startswith("| ")]
     order = [ln.split(" | ")[0][2:] + "/" + ln.split(" | ")[1] for ln in lines[1:]]
     assert order == ["hub/10Mbit", "hub/100Mbit", "switched/10Mbit", "switched/100Mbit"]  # sweep order
@@ -282,3 +282,28 @@ def test_cells_whose_repetitions_disagree_are_marked(rendered):
     assert "9.600 ± 0.028 |" in md and "9.600 ± 0.028 †" not in md  # nsd 0.003
     header = (run_dir / "tables" / "throughput.csv").read_text().splitlines()[0]
     assert "h3_rx_bits_per_second_nsd" in header
+
+
+def test_tables_say_how_many_repetitions_each_point_took(tmp_path):
+    """Under `repetitions: {until_nsd: ...}` a table gets a repetitions column: per row the count its points
+    took (a range when they differ) and whether they converged; the CSV has the same as numbers."""
+    run_dir = make_run(tmp_path)
+    manifest = json.loads((run_dir / "manifest.json").read_text())
+    manifest["spec"]["repetitions"] = {"until_nsd": 0.05, "min": 2, "max": 2, "columns": None}
+    (run_dir / "manifest.json").write_text(json.dumps(manifest))
+    summary = json.loads((run_dir / "summary.json").read_text())
+    ids = {(p["values"]["topology"], p["values"]["rate"]): p["id"] for p in manifest["points"]}
+    summary["repetitions"] = {pid: {"n": 2, "converged": key != ("hub", "10Mbit")} for key, pid in ids.items()}
+    (run_dir / "summary.json").write_text(json.dumps(summary))
+    render_all(run_dir)
+    md = (run_dir / "tables" / "throughput.md").read_text()
+    assert "| topology | rate | repetitions | h3 rx (Mbit/s) |" in md
+    assert "| hub | 10Mbit | 2 ✗ | 9.600 ± 0.028 |" in md and "| hub | 100Mbit | 2 ✓ |" in md
+    assert "each point repeated until the normalized standard deviation of its mean of every result column" in md
+    pooled = (run_dir / "tables" / "by_topology.md").read_text()
+    assert "| hub | 2 (1 of 2 ✓) |" in pooled and "| switched | 2 ✓ |" in pooled  # two points of 2 each
+    rows = list(csv.DictReader((run_dir / "tables" / "by_topology.csv").open()))
+    assert [(r["points"], r["points_converged"], r["repetitions_min"], r["repetitions_max"]) for r in rows] == [
+        ("2", "1", "2", "2"), ("2", "2", "2", "2")]  # fmt: skip
+    html = (run_dir / "report.html").read_text()
+    assert "<th>repetitions</th>" in html or ">repetitions</th>" in html

@@ -91,8 +91,8 @@ def test_udp_without_rate(tmp_path):
 
 
 def test_missing_profile_and_bad_yaml(tmp_path):
-    with pytest.raises(spec.SpecError, match="no such profile .*known: full, quick"):
-        spec.load(SMOKE, "nightly")
+    with pytest.raises(spec.SpecError, match="no such profile .*known: full, nightly, quick"):
+        spec.load(SMOKE, "weekly")
     f = tmp_path / "x.yaml"
     f.write_text("name: [unclosed")
     with pytest.raises(spec.SpecError, match="not valid YAML"):
