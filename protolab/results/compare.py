@@ -11,6 +11,11 @@ more valid runs pooled, and the machine they came from. A comparison tests each 
 - A difference counts only when it is both **significant** (p < alpha, 0.01 by default) and **practical**
   (larger than 5 % of the reference mean, or the column's own tolerance). Its direction names it *improved*
   or *regressed* where the column's name says which way is better, else *changed*.
+- A **CPU share** must also move by more than the reference's **between-run floor**: when a reference pools
+  two or more runs, the 95th percentile over its CPU cells of the spread of the runs' means (in cores). A
+  run's repetitions share one deployment and one state of the machine, so their sd understates how much a
+  CPU share moves from one run to the next; measured here, two nightlies of the same code differed by up to
+  0.08 cores (p95 0.026 over 102 cells) while their repetitions' sds were often under 0.005.
 - Runs on **different machines** (cores, CPU model or impairment backend) are compared by **shape** only: each
   column's means divided by their mean over the points, so a uniformly slower machine is not a regression.
 """
@@ -31,7 +36,7 @@ from typing import Any
 from scipy import stats as _st
 
 from ..model.report import EXPERIMENTS_DIR
-from .display import is_measured
+from .display import Display, is_measured
 from .stats import clean
 from .store import ResultsError, load_json, load_manifest
 
@@ -41,6 +46,7 @@ COMPARE_DIR = "compare"  # a run's comparison with its reference: compare.{md,ht
 ALPHA = 0.01
 RELATIVE_THRESHOLD = 0.05
 MACHINE_KEYS = ("cores", "cpu_model", "impairment_backend")  # a change of any: compare shapes only
+FLOOR_QUANTILE = 0.95  # of the reference runs' between-run spread, per CPU cell
 CALIBRATION_TOLERANCE = 0.10  # the machine's own hash rate moving more than this scales CPU shares
 LOWER_IS_BETTER = ("loss", "lost", "rtt", "delay", "latency", "cpu", "drop", "error", "outage", "elapsed",
                    "jitter", "stddev", "retries")  # fmt: skip
@@ -118,9 +124,15 @@ class Cell:
         return d
 
 
+def is_cpu(column: str) -> bool:
+    return "cpu" in column
+
+
 def classify(column: str, ref: Sample | None, new: Sample | None, alpha: float = ALPHA,
-             threshold: float = RELATIVE_THRESHOLD, point: str = "", label: str = "") -> Cell:  # fmt: skip
-    """One point x column: significant and practical, in which direction."""
+             threshold: float = RELATIVE_THRESHOLD, point: str = "", label: str = "",
+             floor: float | None = None) -> Cell:  # fmt: skip
+    """One point x column: significant and practical (beyond `threshold` of the reference mean and, when
+    given, beyond the absolute `floor`), in which direction."""
     cell = Cell(point, label, column, "not comparable", ref, new)
     if ref is None or new is None:
         cell.why = "no reference value" if ref is None else "not measured in this run"
@@ -133,9 +145,13 @@ def classify(column: str, ref: Sample | None, new: Sample | None, alpha: float =
         return cell
     cell.p, cell.low, cell.high = tested
     practical = abs(cell.diff) > threshold * abs(ref.mean) if ref.mean else cell.diff != 0
+    beyond = f"{threshold:.0%}"
+    if floor is not None:
+        practical = practical and abs(cell.diff) > floor
+        beyond += f" and the {floor:.3g} between-run floor"
     if cell.p >= alpha or not practical:
         cell.status = "unchanged"
-        cell.why = f"p {cell.p:.3g} >= {alpha:g}" if cell.p >= alpha else f"within {threshold:.0%}"
+        cell.why = f"p {cell.p:.3g} >= {alpha:g}" if cell.p >= alpha else f"within {beyond}"
         return cell
     way = better(column)
     if way is None:
@@ -143,7 +159,7 @@ def classify(column: str, ref: Sample | None, new: Sample | None, alpha: float =
     else:
         up = cell.diff > 0
         cell.status = "improved" if up == (way == "higher") else "regressed"
-    cell.why = f"p {cell.p:.3g} < {alpha:g} and beyond {threshold:.0%}"
+    cell.why = f"p {cell.p:.3g} < {alpha:g} and beyond {beyond}"
     return cell
 
 
@@ -198,6 +214,7 @@ def build_reference(run_dirs: Sequence[Path], allow_invalid: bool = False) -> di
     records: dict[str, Any] = {}
     first: dict[str, Any] | None = None
     runs = []
+    run_means: dict[tuple[str, str], list[float]] = defaultdict(list)  # CPU cells: each run's mean
     for d in run_dirs:
         manifest, values, recs = _run_samples(d)
         if not manifest["_summary"].get("valid") and not allow_invalid:
@@ -215,6 +232,8 @@ def build_reference(run_dirs: Sequence[Path], allow_invalid: bool = False) -> di
         for k, cols in values.items():
             for col, vs in cols.items():
                 pooled[k][col] += vs
+                if is_cpu(col) and vs:
+                    run_means[k, col].append(statistics.fmean(vs))
     assert first is not None
     rates = [r for d in run_dirs if (r := machine(load_manifest(d))["hash_mib_per_second"])]
     points = []
@@ -233,7 +252,17 @@ def build_reference(run_dirs: Sequence[Path], allow_invalid: bool = False) -> di
         "runs": runs,
         "machine": machine(first) | {"hash_mib_per_second": statistics.fmean(rates) if rates else None},
         "points": points,
+        "cpu_floor": _between_run_floor(run_means),
     }
+
+
+def _between_run_floor(run_means: dict[tuple[str, str], list[float]]) -> dict[str, Any] | None:
+    """The FLOOR_QUANTILE of the CPU cells' spread (max - min) of their runs' means; None from one run."""
+    spreads = sorted(max(m) - min(m) for m in run_means.values() if len(m) > 1)
+    if not spreads:
+        return None
+    q = spreads[min(len(spreads) - 1, math.ceil(FLOOR_QUANTILE * len(spreads)) - 1)]
+    return {"cores": q, "cells": len(spreads), "quantile": FLOOR_QUANTILE}
 
 
 def reference_path(root: Path, experiment: str, profile: str | None) -> Path:
@@ -313,14 +342,19 @@ def compare(run_dir: Path, reference: dict[str, Any], alpha: float = ALPHA,
     elif (scale := calibration_scale(theirs, mine)) is not None:
         note += (f"; the machine's own hash rate moved {theirs['hash_mib_per_second']:.0f} -> "
                  f"{mine['hash_mib_per_second']:.0f} MiB/s: CPU columns scaled by {scale:.3f}")  # fmt: skip
-        new = {k: {c: (Sample(s.n, s.mean * scale, s.sd * scale) if "cpu" in c else s) for c, s in cols.items()}
+        new = {k: {c: (Sample(s.n, s.mean * scale, s.sd * scale) if is_cpu(c) else s) for c, s in cols.items()}
                for k, cols in new.items()}  # fmt: skip
+    floor = None if moved else (reference.get("cpu_floor") or {}).get("cores")
+    if floor is not None:
+        note += f"; CPU shares must also move more than {floor:.3g} cores (the reference runs' between-run floor)"
+    elif not moved and len(reference.get("runs") or []) < 2:
+        note += "; the reference has one run: no between-run floor for CPU shares"
     cells = []
     for k in sorted(set(new) | set(ref), key=lambda k: labels[k][0]):
         pid, label = labels[k]
         for col in sorted(set(new.get(k, {})) | set(ref.get(k, {}))):
             cells.append(classify(col, ref.get(k, {}).get(col), new.get(k, {}).get(col), alpha, threshold,
-                                  pid, label))  # fmt: skip
+                                  pid, label, floor if is_cpu(col) else None))  # fmt: skip
     where = ", ".join(reference.get("runs", [])) or "?"
     return Comparison(manifest["experiment"], manifest["run_id"], where, bool(moved), note, cells)
 
@@ -354,19 +388,23 @@ def markdown(c: Comparison) -> str:
 def report_rows(saved: dict[str, Any]) -> list[dict[str, str]]:
     """compare.json's cells as the run's report shows them, the flagged ones first."""
     order = {s: i for i, s in enumerate(STATUSES)}
-
-    def side(c: dict[str, Any], k: str) -> str:
-        if c.get(f"{k}_mean") is None:
-            return "—"
-        sd = f" ± {_fmt(c[f'{k}_sd'], 2)}" if (c.get(f"{k}_n") or 0) > 1 else ""
-        return f"{_fmt(c[f'{k}_mean'])}{sd} (n {c.get(f'{k}_n')})"
-
     out = []
     for c in sorted(saved.get("cells") or [], key=lambda c: (order.get(c["status"], 9), c["point"], c["column"])):
-        rel = f" ({c['relative']:+.1%})" if c.get("relative") is not None else ""
+        d = Display.for_column(c["column"], [c.get("ref_mean"), c.get("new_mean")])
+        unit = f" {d.unit}" if d.unit else ""
+
+        def side(k: str, c: dict[str, Any] = c, d: Display = d, unit: str = unit) -> str:
+            if c.get(f"{k}_mean") is None:
+                return "—"
+            return f"{d.mean_sd(c[f'{k}_mean'], c.get(f'{k}_sd'), c.get(f'{k}_n') or 1)}{unit} (n {c.get(f'{k}_n')})"
+
+        diff = "—"
+        if c.get("diff") is not None:
+            diff = ("+" if c["diff"] > 0 else "") + d.number(c["diff"]) + unit
+            diff += f" ({c['relative']:+.1%})" if c.get("relative") is not None else ""
         out.append({"point": f"{c['point']} {c.get('label', '')}".strip(), "column": c["column"],
-                    "status": c["status"], "reference": side(c, "ref"), "run": side(c, "new"),
-                    "difference": f"{_fmt(c.get('diff'))}{rel}", "p": _fmt(c.get("p"), 3)})  # fmt: skip
+                    "status": c["status"], "reference": side("ref"), "run": side("new"), "difference": diff,
+                    "p": _fmt(c.get("p"), 3)})  # fmt: skip
     return out
 
 

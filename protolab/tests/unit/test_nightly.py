@@ -21,11 +21,11 @@ def test_exit_status_fails_on_an_invalid_run_or_a_regression():
 
 def test_a_run_is_compared_with_its_reference_and_its_headline_kept(tmp_path):
     refs = tmp_path / "references"
-    ref = cmp.build_reference([make_run(tmp_path, "r1", {10: [9.5, 9.6, 9.55, 9.52]})])
+    ref = cmp.build_reference([make_run(tmp_path, "r1", {10: [9.5e6, 9.6e6, 9.55e6, 9.52e6]})])
     path = cmp.reference_path(refs, "mini", "quick")
     path.parent.mkdir(parents=True)
     path.write_text(json.dumps(ref))
-    slow = make_run(tmp_path, "r2", {10: [8.5, 8.6, 8.55, 8.52]})
+    slow = make_run(tmp_path, "r2", {10: [8.5e6, 8.6e6, 8.55e6, 8.52e6]})
     got = cmp.with_reference(slow, refs)
     assert got["failed"] and got["counts"]["regressed"] == 1 and (slow / "compare" / "compare.html").exists()
     assert cmp.with_reference(slow, tmp_path / "none")["reference"] is None
@@ -35,7 +35,9 @@ def test_a_run_is_compared_with_its_reference_and_its_headline_kept(tmp_path):
     section = page[page.index('<section id="reference">') :]
     assert "1 regressed" in section and section.index("regressed") < section.index("Unchanged (")
     row = section[section.index('<tr class="cmp-regressed">') :].split("</tr>")[0]
-    assert "f1_goodput_bits_per_second" in row and "9.543 ± 0.043 (n 4)" in row and "8.543 ± 0.043 (n 4)" in row
+    assert "f1_goodput_bits_per_second" in row
+    assert "9.543 ± 0.043 Mbit/s (n 4)" in row and "8.543 ± 0.043 Mbit/s (n 4)" in row
+    assert "-1.000 Mbit/s (-10.5%)" in row
 
 
 def test_index_and_trend_pages(tmp_path):

@@ -157,3 +157,24 @@ def test_the_calibration_measures_this_machine():
 
     c = calibration.measure()
     assert c["hash_mib_per_second"] > 10 and c["loopback_udp_packets_per_second"] > 1000 and c["seconds"] < 5
+
+
+def test_cpu_shares_must_also_beat_the_reference_runs_between_run_floor(tmp_path):
+    """Two reference runs whose CPU share differs by 0.03 cores set a floor of 0.03: a run 0.02 above their
+    pooled mean is unchanged however small its p; one 0.035 above is a regression. Goodput has no floor."""
+    good = [9.5 + 0.01 * i for i in range(10)]  # ten repetitions: p is small for anything above ~0.01 cores
+    runs = [make_run(tmp_path, f"r{i}", {10: good, 20: good}, cpu=c) for i, c in enumerate((0.20, 0.23))]
+    ref = cmp.build_reference(runs)
+    assert ref["cpu_floor"]["cells"] == 2 and ref["cpu_floor"]["cores"] == pytest.approx(0.03 * 1.009)
+    near = cmp.compare(make_run(tmp_path, "near", {10: good, 20: good}, cpu=0.235), ref)
+    cells = {(c.point, c.column): c for c in near.cells}
+    c = cells["p000", "h1_cpu_ratio"]
+    assert c.status == "unchanged" and "between-run floor" in c.why and c.diff == pytest.approx(0.02 * 1.009)
+    assert c.p < 0.001  # significant: only the floor keeps it unchanged
+    assert "CPU shares must also move more than 0.0303 cores" in near.machine_note
+    far = cmp.compare(make_run(tmp_path, "far", {10: good, 20: good}, cpu=0.25), ref)
+    assert {(c.point, c.column) for c in far.cells if c.status == "regressed"} == {
+        ("p000", "h1_cpu_ratio"), ("p001", "h1_cpu_ratio")}  # fmt: skip
+    one = cmp.build_reference(runs[:1])
+    assert one["cpu_floor"] is None
+    assert "one run: no between-run floor" in cmp.compare(runs[1], one).machine_note
