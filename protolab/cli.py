@@ -105,8 +105,12 @@ def cmd_compare(a: argparse.Namespace) -> int:
             return 1
         ref = compare.load_reference(path)
     c = compare.compare(run, ref, alpha=a.alpha, threshold=a.threshold)
-    for p in compare.write(c, Path(a.out) if a.out else run / "compare"):
+    for p in compare.write(c, Path(a.out) if a.out else run / compare.COMPARE_DIR):
         print(p)
+    if not a.out:  # the run's own comparison: its report shows it
+        from .results import render_all
+
+        render_all(run)
     print(", ".join(f"{n} {s}" for s, n in c.counts().items() if n) + f" ({c.machine_note})")
     return EXIT_REGRESSED if c.failed() else 0
 

@@ -15,7 +15,7 @@ from typing import Any
 
 from . import spec
 from .errors import EXIT_INVALID, EXIT_OK, EXIT_REGRESSED
-from .results import compare, render
+from .results import compare
 from .results.store import TIDY, load_json, read_tidy
 
 NIGHTLY_PROFILES = ("nightly", "quick")
@@ -47,14 +47,13 @@ def run_all(names: list[str], results: Path, references: Path, out: Path) -> int
         profile = profile_for(path)
         print(f"== nightly: {name} (profile {profile or 'as written'})", flush=True)
         t0 = time.monotonic()
-        run = ExperimentRun(spec.load(path, profile), results_root=results)
+        run = ExperimentRun(spec.load(path, profile), results_root=results, references=references)
         status = run.run()
         line: dict[str, Any] = {"experiment": name, "profile": profile, "status": status,
                                 "seconds": round(time.monotonic() - t0, 1)}  # fmt: skip
         rundir = run.rundir.path  # run() made it, or raised
         line |= {"run": str(rundir), "valid": bool(load_json(rundir / "summary.json").get("valid"))}
-        line["comparison"] = compare.with_reference(rundir, references)
-        render.render_all(rundir)  # the report shows this comparison
+        line["comparison"] = compare.verdict(rundir, references)  # the run compared itself as it ended
         line["headline"] = headline(rundir)
         lines.append(line)
     (out / "index.json").write_text(json.dumps({"night": out.name, "runs": lines}, indent=1) + "\n")

@@ -69,8 +69,9 @@ class ExperimentRun:
 
     def __init__(self, plan: Plan, results_root: Path = RESULTS, keep: bool = False,
                  task_timeout_margin: float = TASK_TIMEOUT_MARGIN_SECONDS,
-                 resume: Path | None = None) -> None:  # fmt: skip
+                 resume: Path | None = None, references: Path | None = None) -> None:  # fmt: skip
         self.plan, self.keep, self.resume = plan, keep, resume
+        self.references = references  # where the run's reference is looked up (None: experiments/references)
         self.task_timeout_margin = task_timeout_margin
         self.results_root = results_root
         self.rows: list[dict[str, Any]] = []
@@ -359,7 +360,7 @@ class ExperimentRun:
         m["repetitions"] = self.repetitions
         self.rundir.write_json("manifest.json", m)
         valid = summary.finish(self.rundir, self.plan, self.rows, self.fault_rows, self.invalid, self.guard,
-                               self.self_checks, self.repetitions)  # fmt: skip
+                               self.self_checks, self.repetitions, self.references)  # fmt: skip
         if self.status == EXIT_OK and not valid:
             self.status = EXIT_INVALID
         if not self.teardown_failures and not self.keep:

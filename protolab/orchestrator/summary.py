@@ -10,7 +10,7 @@ from typing import Any
 
 def finish(rundir: Any, plan: Any, rows: list[dict[str, Any]], fault_rows: list[dict[str, Any]],
            invalid: list[str], guard: dict[str, Any], self_checks: list[dict[str, Any]],
-           repetitions: dict[str, Any] | None = None) -> bool:  # fmt: skip
+           repetitions: dict[str, Any] | None = None, references: Path | None = None) -> bool:  # fmt: skip
     """Write what was measured and say whether the run is valid."""
     from ..results import checks, render
 
@@ -35,7 +35,7 @@ def finish(rundir: Any, plan: Any, rows: list[dict[str, Any]], fault_rows: list[
     if repetitions:
         summary["repetitions"] = repetitions  # per point: n, converged, the watched columns' nsd of the mean
     rundir.write_json("summary.json", summary)
-    against = reference_line(rundir.path)
+    against = reference_line(rundir.path, references)
     try:
         render.render_all(rundir.path)
     except Exception as exc:  # the measured data is safe; say how to regenerate
@@ -46,13 +46,14 @@ def finish(rundir: Any, plan: Any, rows: list[dict[str, Any]], fault_rows: list[
     return bool(summary["valid"])
 
 
-def reference_line(path: Path) -> str:
-    """Compare the run with its committed reference (into compare/, which the report shows); one line."""
+def reference_line(path: Path, references: Path | None = None) -> str:
+    """Compare the run with its reference (committed, or under `references`) into compare/, which the report
+    shows; one line."""
     from ..errors import ProtolabError
     from ..results import compare
 
     try:
-        c = compare.with_reference(path)
+        c = compare.with_reference(path, references or compare.REFERENCES_DIR)
     except (ProtolabError, OSError, ValueError, KeyError) as exc:
         return f"against the reference: not compared ({exc})"
     if c["reference"] is None:

@@ -436,7 +436,20 @@ def with_reference(run_dir: Path, references: Path = REFERENCES_DIR) -> dict[str
         return {"reference": None, "note": f"no reference ({path}): not compared"}
     c = compare(run_dir, load_reference(path))
     write(c, Path(run_dir) / COMPARE_DIR)
-    return {"reference": str(path), "counts": c.counts(), "failed": c.failed(), "machine": c.machine_note}
+    return verdict(run_dir, references)
+
+
+def verdict(run_dir: Path, references: Path = REFERENCES_DIR) -> dict[str, Any]:
+    """What RUN/compare/compare.json says, as with_reference returns it (no reference: not compared)."""
+    saved = Path(run_dir) / COMPARE_DIR / "compare.json"
+    if not saved.exists():
+        m = load_manifest(run_dir)
+        return {"reference": None,
+                "note": f"no reference ({reference_path(references, m['experiment'], m.get('profile'))}): not compared"}  # fmt: skip
+    c = load_json(saved)
+    counts = c["counts"]
+    return {"reference": c["reference"], "counts": counts, "failed": bool(counts.get("regressed") or counts.get("changed")),
+            "machine": c["machine"]}  # fmt: skip
 
 
 def write(c: Comparison, out_dir: Path) -> list[Path]:
