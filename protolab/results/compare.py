@@ -372,8 +372,7 @@ def markdown(c: Comparison) -> str:
              f"{RELATIVE_THRESHOLD:.0%} of the reference mean. {counts}.", "",
              "| point | column | status | reference (n, mean ± sd) | this run | difference | 95 % interval | p |",
              "|---|---|---|---|---|---:|---|---:|"]  # fmt: skip
-    order = {s: i for i, s in enumerate(STATUSES)}
-    for cell in sorted(c.cells, key=lambda x: (order[x.status], x.point, x.column)):
+    for cell in _sorted_cells(c):
 
         def side(s: Sample | None) -> str:
             return "—" if s is None else f"{s.n}, {_fmt(s.mean)} ± {_fmt(s.sd, 2)}"
@@ -409,22 +408,34 @@ def report_rows(saved: dict[str, Any]) -> list[dict[str, str]]:
 
 
 def html_page(c: Comparison) -> str:
+    """compare.html: the report section's rows (display units, flagged first) with each cell's reason."""
     colors = {"regressed": "#c0392b", "changed": "#d68910", "improved": "#1e8449", "unchanged": "#555",
               "not comparable": "#999"}  # fmt: skip
     rows = []
-    for cell in c.cells:
-        r = cell.row()
-        rows.append("<tr>" + "".join(f"<td>{html.escape(str(x))}</td>" for x in (
-            f"{cell.point} {cell.label}", cell.column)) + f'<td style="color:{colors[cell.status]}"><b>{cell.status}'
-            f"</b></td>" + "".join(f"<td>{_fmt(r[k])}</td>" for k in ("ref_n", "ref_mean", "ref_sd", "new_n",
-            "new_mean", "new_sd", "diff", "p")) + f"<td>{html.escape(cell.why)}</td></tr>")  # fmt: skip
+    for r, why in zip(report_rows(as_json(c)), _sorted_cells(c), strict=True):
+        rows.append("<tr>" + "".join(f"<td>{html.escape(r[k])}</td>" for k in ("point", "column")) +
+                    f'<td style="color:{colors[r["status"]]}"><b>{r["status"]}</b></td>' +
+                    "".join(f"<td>{html.escape(r[k])}</td>" for k in ("reference", "run", "difference", "p")) +
+                    f"<td>{html.escape(why.why)}</td></tr>")  # fmt: skip
     counts = ", ".join(f"{n} {s}" for s, n in c.counts().items() if n)
-    head = "".join(f"<th>{h}</th>" for h in ("point", "column", "status", "ref n", "ref mean", "ref sd", "n", "mean",
-                                              "sd", "difference", "p", "why"))  # fmt: skip
+    head = "".join(f"<th>{h}</th>" for h in ("point", "column", "status", "reference", "this run", "difference", "p",
+                                              "why"))  # fmt: skip
     return (f"<!doctype html><meta charset=utf-8><title>{html.escape(c.experiment)} vs reference</title>"
             f"<h1>{html.escape(c.experiment)} run {html.escape(c.run_id)} vs {html.escape(c.reference)}</h1>"
             f"<p>{html.escape(c.machine_note)}. {counts}.</p><table border=1 cellpadding=3>"
             f"<tr>{head}</tr>{''.join(rows)}</table>\n")  # fmt: skip
+
+
+def _sorted_cells(c: Comparison) -> list[Cell]:
+    """The cells in report_rows' order."""
+    order = {s: i for i, s in enumerate(STATUSES)}
+    return sorted(c.cells, key=lambda x: (order[x.status], x.point, x.column))
+
+
+def as_json(c: Comparison) -> dict[str, Any]:
+    """compare.json's content."""
+    return {"experiment": c.experiment, "run_id": c.run_id, "reference": c.reference, "shapes_only": c.shapes_only,
+            "machine": c.machine_note, "counts": c.counts(), "cells": [x.row() for x in c.cells]}  # fmt: skip
 
 
 def with_reference(run_dir: Path, references: Path = REFERENCES_DIR) -> dict[str, Any]:
@@ -457,7 +468,5 @@ def write(c: Comparison, out_dir: Path) -> list[Path]:
     paths = [out_dir / "compare.md", out_dir / "compare.html", out_dir / "compare.json"]
     paths[0].write_text(markdown(c))
     paths[1].write_text(html_page(c))
-    paths[2].write_text(json.dumps({"experiment": c.experiment, "run_id": c.run_id, "reference": c.reference,
-                                    "shapes_only": c.shapes_only, "machine": c.machine_note, "counts": c.counts(),
-                                    "cells": [x.row() for x in c.cells]}, indent=1) + "\n")  # fmt: skip
+    paths[2].write_text(json.dumps(as_json(c), indent=1) + "\n")
     return paths
