@@ -63,13 +63,55 @@ def test_classify_needs_significance_and_a_practical_size_and_knows_which_way_is
     assert classify("f1_goodput_bits_per_second", ref, Sample(10, 90.0, 1.0)).status == "regressed"
     assert classify("f1_goodput_bits_per_second", ref, Sample(10, 110.0, 1.0)).status == "improved"
     assert classify("p_rtt_mean_seconds", ref, Sample(10, 110.0, 1.0)).status == "regressed"
-    assert classify("h3_rx_packets_per_second", ref, Sample(10, 110.0, 1.0)).status == "changed"
+    assert classify("h3_rx_packets_per_second", ref, Sample(10, 90.0, 1.0)).status == "regressed"  # received
+    assert classify("h1_tx_packets_per_second", ref, Sample(10, 110.0, 1.0)).status == "changed"  # the load
     small = classify("f1_goodput_bits_per_second", ref, Sample(10, 98.0, 0.1))  # significant, only 2 %
     assert small.status == "unchanged" and small.p < 0.001 and "within 5%" in small.why
     noisy = classify("f1_goodput_bits_per_second", Sample(3, 100.0, 30.0), Sample(3, 80.0, 30.0))
     assert noisy.status == "unchanged" and noisy.p > 0.01
     assert classify("x_total", Sample(1, 1.0, 0.0), Sample(1, 2.0, 0.0)).status == "not comparable"
     assert classify("x_total", None, Sample(1, 2.0, 0.0)).why == "no reference value"
+
+
+def _family(rng: random.Random, m: int, shifted: int, shift_sd: float) -> list[cmp.Cell]:
+    """m cells of n = 6 vs 6 (sd 1, mean 100), the first `shifted` of them moved by shift_sd sds, decided
+    as one comparison decides its cells."""
+    cells = [cmp.measure("x_delay_seconds", _sample(rng, 6, 100, 1), _sample(rng, 6, 100 + (i < shifted) * shift_sd, 1),
+                         f"p{i:03d}") for i in range(m)]  # fmt: skip
+    cmp.adjust(cells)
+    return [cmp.decide(c, alpha=0.05, threshold=0.0) for c in cells]
+
+
+def test_many_cells_at_once_keep_the_comparison_false_alarm_rate_near_alpha():
+    """100 unchanged cells per comparison: tested one by one at alpha 0.05, nearly every comparison flags
+    something (1 - 0.95^100); adjusted by Benjamini-Hochberg, about alpha of the comparisons do (under the
+    global null, BH controls the family-wise rate at alpha)."""
+    rng = random.Random(5)
+    trials = 200
+    any_raw = any_bh = 0
+    for _ in range(trials):
+        cells = _family(rng, 100, 0, 0)
+        any_raw += any(c.p < 0.05 for c in cells)
+        any_bh += any(c.status != "unchanged" for c in cells)
+    assert any_raw / trials > 0.97, any_raw / trials
+    assert any_bh / trials < 0.09, any_bh / trials
+
+
+def test_many_cells_at_once_still_find_a_known_shift():
+    """10 of 100 cells moved by 4 sds (n = 6 each: Welch's power ~0.99 alone): BH finds most of them, and
+    the share of false discoveries among the flagged stays under alpha."""
+    rng = random.Random(9)
+    found = false = flagged = 0
+    for _ in range(40):
+        cells = _family(rng, 100, 10, 4.0)
+        hit = [int(c.point[1:]) for c in cells if c.status != "unchanged"]
+        found += sum(i < 10 for i in hit)
+        false += sum(i >= 10 for i in hit)
+        flagged += len(hit)
+    assert found / 400 > 0.8, found / 400
+    assert false / flagged < 0.05, false / flagged
+    one = cmp.decide(cmp.measure("x_delay_seconds", Sample(6, 100.0, 1.0), Sample(6, 110.0, 1.0)))
+    assert one.q is None and one.status == "regressed" and one.why.startswith("p ")  # alone: p is q
 
 
 # -- folders ---------------------------------------------------------------------------------------------------
