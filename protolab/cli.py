@@ -2,6 +2,8 @@
 
 protolab run NAME [--profile quick] [--dry-run] [--keep]   run experiments/NAME.yaml
     [--resume RUN_DIR]                                    ... or carry on an interrupted run
+    [--live | --no-live]                                  ... with a live view of the nodes on stderr
+                                                          (default: when stderr is a terminal)
 protolab validate [NAME ...]                              check specs (all when none named)
 protolab report RESULTS_DIR                               regenerate tables, plots, report.html
 protolab reference update RUN_DIR...                      pool valid runs into experiments/references/
@@ -52,8 +54,9 @@ def cmd_run(a: argparse.Namespace) -> int:
     setLogLevel("critical")  # tc warnings (HTB quantum) are not errors
     from .orchestrator import ExperimentRun
 
+    live = sys.stderr.isatty() if a.live is None else a.live
     return ExperimentRun(plan, results_root=Path(a.results), keep=a.keep, task_timeout_margin=a.task_timeout_margin,
-                         resume=Path(a.resume) if a.resume else None).run()  # fmt: skip
+                         resume=Path(a.resume) if a.resume else None, live=live).run()  # fmt: skip
 
 
 def cmd_validate(a: argparse.Namespace) -> int:
@@ -218,6 +221,11 @@ def main(argv: list[str] | None = None) -> int:
                         "stops as INVALID naming them (default 60)")  # fmt: skip
     r.add_argument("--resume", metavar="RUN_DIR",
                    help="carry on an interrupted run of the same spec: measure only what rows.jsonl lacks")  # fmt: skip
+    r.add_argument("--live", action=argparse.BooleanOptionalAction, default=None,
+                   help="a live terminal view on stderr, refreshed every second from Prometheus: per node CPU "
+                        "cores, packets/s in and out, delay p99, the active faults, and the run's progress "
+                        "(for where Grafana cannot run); default: on when stderr is a terminal, off otherwise "
+                        "(e.g. in CI)")  # fmt: skip
     r.set_defaults(fn=cmd_run)
     v = sub.add_parser("validate", help="validate experiment specs")
     v.add_argument("names", nargs="*")
