@@ -21,14 +21,15 @@ from pathlib import Path
 from typing import Annotated, Any, Literal, Union
 
 import yaml
-from pydantic import Field, ValidationError, field_validator, model_validator
+from pydantic import Field, ValidationError, ValidationInfo, field_validator, model_validator
 
-from . import topo
+from . import topo, topofile
 from .errors import SpecError as SpecError  # raised here; callers may import it from errors
 from .model.base import COLUMN_RE, NAME_RE, Strict
 from .model.faults import MAX_FAULT_EVENTS_PER_PHASE, Fault
 from .model.impairment import LinkImpairment
 from .model.report import EXPERIMENTS_DIR, Check, Knee, Plot, Table, resolve_reference
+from .model.topology import TopologyDef
 from .units import Seconds
 from .workloads import TASK_MODELS
 
@@ -46,11 +47,49 @@ class Seed(Strict):
 
 
 class TopologySpec(Strict):
-    kind: str = Field(..., description="a topology in mininet-topologies/ (hub, switched, dual_homed, ...)")
-    params: dict[str, Any] = Field(default_factory=dict, description="the kind's own parameters")
+    """A built-in kind with its parameters, a topology file, or the topology inline (nodes, links, segments)."""
+
+    kind: str | None = Field(
+        None,
+        description="a built-in topology: a generator in mininet-topologies/ (hub, switched, dual_homed, "
+        "converter_lan) or a file there by name",
+    )
+    params: dict[str, Any] = Field(default_factory=dict, description="a generator's own parameters")
+    file: str | None = Field(
+        None, description="a topology file (YAML): relative to the spec's folder, or a name in mininet-topologies/"
+    )
+    define: TopologyDef | None = Field(
+        None, description="the topology itself; written inline as topology: {nodes, links, segments}, or read from file"
+    )
+
+    @model_validator(mode="before")
+    @classmethod
+    def _inline_or_file(cls, data: Any, info: ValidationInfo) -> Any:
+        if not isinstance(data, dict):
+            return data
+        data = dict(data)
+        inline = {k: data.pop(k) for k in list(data) if k in TopologyDef.model_fields and k not in cls.model_fields}
+        if inline:
+            data["define"] = inline
+        kind = data.get("kind")
+        if isinstance(kind, str) and kind not in topo.load_all().names() and kind in topofile.builtin_files():
+            data["file"], data["kind"] = str(topofile.builtin_files()[kind]), None
+        if data.get("file") and data.get("define") is None:
+            spec_dir = (info.context or {}).get("spec_dir")
+            path = topofile.find(str(data["file"]), spec_dir)
+            data["file"] = str(path)
+            data["define"] = topofile.parse(topofile.read_yaml(path), str(path))  # errors name the file
+        return data
 
     @model_validator(mode="after")
     def _known_and_valid(self) -> TopologySpec:
+        if (self.kind is None) == (self.define is None):
+            raise ValueError("give a `kind` (with params), a `file`, or the topology inline (nodes, links, segments)")
+        if self.define is not None:
+            if self.params:
+                raise ValueError("params: only a generator kind takes params; a topology file is the topology")
+            self.build()  # names, segments, addresses: errors before anything is created
+            return self
         kind = topo.load_all().get(self.kind)  # UnknownKindError lists the known ones
         try:
             kind.params.model_validate(self.params)
@@ -62,6 +101,26 @@ class TopologySpec(Strict):
             raise ValueError(why) from None
         return self
 
+    @property
+    def name(self) -> str:
+        return self.kind if self.kind is not None else self.define.name  # type: ignore[union-attr]
+
+    def describe(self) -> str:
+        if self.kind is not None:
+            return f"{self.kind} {self.params}"
+        return f"{self.name} ({self.file or 'inline'})"
+
+    def build(self) -> topo.Topology:
+        """The topology this spec names, resolved (a generator's output, or the file's nodes, links, segments)."""
+        if self.define is None:
+            return topo.build(self.kind or "", self.params)
+        try:
+            t = topofile.resolve(self.define, self.file or "topology")
+        except SpecError as exc:
+            raise ValueError(str(exc)) from None
+        t.source = self.file
+        return t
+
 
 class NodeSpec(Strict):
     image: str = Field("protolab/node", description="container image (built by `make images`)")
@@ -72,6 +131,22 @@ class NodeSpec(Strict):
 
 
 Task = Annotated[Union[tuple(TASK_MODELS.values())], Field(discriminator="kind")]  # noqa: UP007
+
+
+def node_settings(
+    t: topo.Topology, nodes: dict[str, NodeSpec]
+) -> tuple[dict[str, str], dict[str, float | None], dict[str, list[str] | None]]:
+    """Each container's image, CPU budget and command: what the spec's entry for the node sets, else what the
+    topology gives the node (a file's image and cpus), else the spec's `default` entry."""
+    default = nodes.get("default") or NodeSpec()
+    images, cpus, commands = {}, {}, {}
+    for h in t.hosts:
+        own = nodes.get(h.name)
+        given = own.model_fields_set if own else set()
+        images[h.name] = own.image if own and "image" in given else h.image or default.image
+        cpus[h.name] = own.cpus if own and "cpus" in given else h.cpus if h.cpus is not None else default.cpus
+        commands[h.name] = own.command if own and "command" in given else default.command
+    return images, cpus, commands
 
 
 class Phase(Strict):
@@ -204,11 +279,11 @@ class Experiment(Strict):
 
     @model_validator(mode="after")
     def _cross_refs(self) -> Experiment:
-        t = topo.build(self.topology.kind, self.topology.params)
+        t = self.topology.build()
         nodes = set(t.node_names())
         for n in self.nodes:
             if n != "default" and n not in nodes:
-                raise ValueError(f"nodes: {n!r} is not a node of topology {self.topology.kind} ({sorted(nodes)})")
+                raise ValueError(f"nodes: {n!r} is not a node of topology {self.topology.name} ({sorted(nodes)})")
         hosts = {h.name for h in t.hosts}
         intfs = t.interfaces()
         for phase in self.phases:
@@ -312,7 +387,7 @@ class Plan:
         for p in self.points:
             ex = p.experiment
             dur = sum(max(t.duration for t in ph.tasks) for ph in ex.phases)
-            lines.append(f"  {p.id}: {p.label()}  topology={ex.topology.kind} {ex.topology.params}  ~{dur:g}s/rep")
+            lines.append(f"  {p.id}: {p.label()}  topology={ex.topology.describe()}  ~{dur:g}s/rep")
         lines.append(f"  checks: {len(e.checks)}, tables: {len(e.tables)}, plots: {len(e.plots)}")
         return "\n".join(lines)
 
@@ -447,7 +522,7 @@ def load(source: Path | str, profile: str | None = None) -> Plan:
         resolved["sweep"] = sweep
         resolved["profiles"] = raw.get("profiles") or {}
         try:
-            exp = Experiment.model_validate(resolved)
+            exp = Experiment.model_validate(resolved, context={"spec_dir": source.parent})
         except ValidationError as exc:
             raise SpecError(_format_error(source, exc, label or None)) from None
         for t in exp.tables:

@@ -20,6 +20,7 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from .model.impairment import LinkImpairment
 from .registry import Registry
 from .units import BitsPerSecond
 
@@ -34,6 +35,7 @@ class Host:
     name: str
     role: str = "host"
     image: str | None = None  # None: the experiment's default node image
+    cpus: float | None = None  # CPU budget in cores; None: the experiment's (or none)
     forwarding: bool = False  # routers forward IPv4 (and multicast, with smcroute)
     routes: list[tuple[str, str]] = field(default_factory=list)  # (destination prefix, gateway)
 
@@ -71,6 +73,8 @@ class Topology:
     hosts: list[Host] = field(default_factory=list)
     switches: list[Switch] = field(default_factory=list)
     links: list[Link] = field(default_factory=list)
+    impairments: list[LinkImpairment] = field(default_factory=list)  # from a topology file, per link direction
+    source: str | None = None  # the file it was read from (None: a generator or inline)
 
     def host(self, name: str) -> Host:
         for h in self.hosts:

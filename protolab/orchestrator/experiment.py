@@ -22,11 +22,12 @@ import time
 from pathlib import Path
 from typing import Any
 
-from .. import calibration, dockerhost, environment, guard, impair, monitor, naming, ownership, selfcheck, topo
+from .. import calibration, dockerhost, environment, guard, impair, monitor, naming, ownership, selfcheck
 from ..errors import EXIT_INTERRUPTED, EXIT_INVALID, EXIT_OK, ImageError, LabError
 from ..exporter import FaultExporter
 from ..lab import Lab
-from ..spec import NodeSpec, Plan, Point
+from ..live import LiveView, http_query, progress_line
+from ..spec import Plan, Point, node_settings
 from . import collect, session, summary
 from .phase import PhaseOutcome, run_phase
 from .session import Interrupted, Progress, Signals
@@ -69,8 +70,10 @@ class ExperimentRun:
 
     def __init__(self, plan: Plan, results_root: Path = RESULTS, keep: bool = False,
                  task_timeout_margin: float = TASK_TIMEOUT_MARGIN_SECONDS,
-                 resume: Path | None = None, references: Path | None = None) -> None:  # fmt: skip
+                 resume: Path | None = None, references: Path | None = None, live: bool = False) -> None:  # fmt: skip
         self.plan, self.keep, self.resume = plan, keep, resume
+        self.live = live  # --live: a LiveView on stderr while Prometheus is up
+        self.view: LiveView | None = None
         self.references = references  # where the run's reference is looked up (None: experiments/references)
         self.task_timeout_margin = task_timeout_margin
         self.results_root = results_root
@@ -105,6 +108,7 @@ class ExperimentRun:
             self._removed_leftovers()
             self._choose_backend()
             prom = self._monitoring_up()
+            self.view = self._live_view(prom)
             groups = measurement_order(self.plan.points, self.plan.base.order, self.plan.base.random_seed)
             done = {(r["point"], r["repetition"]) for r in self.rows}  # measured before a --resume
             groups = [g for g in ([(p, rep) for p, rep in g if (p.id, rep) not in done] for g in groups) if g]
@@ -113,8 +117,8 @@ class ExperimentRun:
             progress = Progress(sum(p.experiment.initial_repetitions() for p in self.plan.points))
             for gi, group in enumerate(groups):
                 points = list({p.id: p for p, _rep in group}.values())
-                print(f"deploying lab {gi + 1}/{len(groups)}: {points[0].experiment.topology.kind} "
-                      f"{points[0].experiment.topology.params}", flush=True)  # fmt: skip
+                print(f"deploying lab {gi + 1}/{len(groups)}: {points[0].experiment.topology.describe()}",
+                      flush=True)  # fmt: skip
                 lab = self._deploy(points, f"lab{gi + 1}")
                 self._targets(lab, points, prom)
                 checked = self._self_check(lab, points[0].experiment)
@@ -123,7 +127,10 @@ class ExperimentRun:
                 rng = random.Random(self.plan.base.random_seed + gi)
                 while group:
                     for point, rep in group:
-                        progress.step(f"{point.id} {point.label()} rep {rep + 1}")
+                        what = f"{point.id} {point.label()} rep {rep + 1}"
+                        progress.step(what)
+                        if self.view:
+                            self.view.update(progress_line(progress, what))
                         row = self._measure(point, rep, lab, prom)
                         self.rows.append(row)
                         self.rows_log.append(row)
@@ -146,6 +153,8 @@ class ExperimentRun:
             print(f"\naborted: {exc}\ntearing down", flush=True)
             log.debug("aborted", exc_info=True)
         finally:
+            if self.view:
+                self.view.stop()
             signals.finishing = True
             try:
                 self._close(lab, error, signals)
@@ -250,13 +259,19 @@ class ExperimentRun:
             filters={"label": f"com.docker.compose.project={naming.COMPOSE_PROJECT}"})]  # fmt: skip
         return monitor.Prometheus()
 
+    def _live_view(self, prom: monitor.Prometheus) -> LiveView | None:
+        """--live: the terminal view of the run (protolab.live), started now that Prometheus is up."""
+        if not self.live:
+            return None
+        view = LiveView(self.plan.base.name, self.rundir.run_id, http_query(prom.url))
+        return view if view.start() else None
+
     def _deploy(self, points: list[Point], scope: str) -> Lab:
         ex = points[0].experiment
-        topology = topo.build(ex.topology.kind, ex.topology.params)
-        specs = {h.name: ex.nodes.get(h.name) or ex.nodes.get("default") or NodeSpec() for h in topology.hosts}
-        lab = Lab(topology, self.rundir.run_id, {n: s.image for n, s in specs.items()},
-                  {n: s.cpus for n, s in specs.items()}, commands={n: s.command for n, s in specs.items()},
-                  client=self.client, impairments=ex.impairments, backend=self.backend,
+        topology = ex.topology.build()
+        images, cpus, commands = node_settings(topology, ex.nodes)
+        lab = Lab(topology, self.rundir.run_id, images, cpus, commands=commands, client=self.client,
+                  impairments=topology.impairments + ex.impairments, backend=self.backend,
                   ledger=self.ledger.scoped(scope))  # fmt: skip
         lab.deploy()
         self.actions += lab.actions
@@ -276,7 +291,7 @@ class ExperimentRun:
         for r in results:
             self.self_checks.append(r)
             for f in r["failures"]:
-                self.invalid.append(f"self-check {r['from']}->{r['to']} ({ex.topology.kind}): {f}")
+                self.invalid.append(f"self-check {r['from']}->{r['to']} ({ex.topology.name}): {f}")
         print(f"  self-check took {time.monotonic() - t0:.1f}s", flush=True)
         return results
 
@@ -290,6 +305,8 @@ class ExperimentRun:
         windows: list[collect.Window] = []
         for phase in ex.phases:
             where = f"{point.id} rep {rep} phase {phase.name}"
+            if self.view:
+                self.view.update(phase=phase.name)
             out = run_phase(phase, lab, ex.warmup, self.task_timeout_margin, self.exporter, where)
             self._record_phase(point, rep, out, row)
             windows.append((phase.name, *out.window))

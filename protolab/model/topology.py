@@ -1,0 +1,181 @@
+"""A topology as data: the YAML a user writes (`mininet-topologies/*.yaml`, their own file, or inline in a spec).
+
+    name: triangle
+    nodes:
+      h1: {}                               # kind host (the default)
+      r1: {kind: router}
+      h2: {image: protolab/node, cpus: 0.5}
+    segments:                              # a hub or switch and its members: one subnet
+      - {name: lan, kind: hub, members: [h1, r1], capacity: 10Mbit}
+    links:                                 # point to point: one subnet each
+      - endpoints: [r1, h2]
+        rate: 1544kbit
+        impairments: {forward: {delay: 135ms}, reverse: {delay: 135ms, loss: 1%}}
+
+Addresses not given are assigned (each segment and each point-to-point link a /24 of 10.0.0.0/8, hosts numbered
+in order); routes between subnets are added along the shortest path through routers. protolab.topofile turns
+this model into the same `Topology` the built-in generators make, so both are validated and built alike.
+"""
+
+from __future__ import annotations
+
+import ipaddress
+import re
+from typing import Literal
+
+from pydantic import Field, field_validator, model_validator
+
+from ..units import BitsPerSecond
+from .base import Strict
+from .impairment import Impairment
+
+NODE_NAME_RE = r"^[a-z][a-z0-9_]*$"
+MAX_NODES = 512
+
+
+def _cidr(v: str | None) -> str | None:
+    if v is None:
+        return v
+    try:
+        iface = ipaddress.ip_interface(v)
+    except ValueError:
+        raise ValueError(f"{v!r} is not an address with a prefix length, e.g. 10.0.1.1/24") from None
+    if "/" not in v:
+        raise ValueError(f"{v!r} needs a prefix length, e.g. {v}/24")
+    if iface.ip == iface.network.network_address and iface.network.prefixlen < iface.max_prefixlen - 1:
+        raise ValueError(f"{v!r} is its network's own address; give a host address")
+    return v
+
+
+class Route(Strict):
+    to: str = Field(..., description="destination prefix, e.g. 10.0.9.0/24")
+    via: str = Field(..., description="gateway address on a subnet the node is on")
+
+    @field_validator("to")
+    @classmethod
+    def _prefix(cls, v: str) -> str:
+        try:
+            ipaddress.ip_network(v)
+        except ValueError as exc:
+            raise ValueError(f"{v!r}: {exc}") from None
+        return v
+
+    @field_validator("via")
+    @classmethod
+    def _addr(cls, v: str) -> str:
+        try:
+            ipaddress.ip_address(v)
+        except ValueError:
+            raise ValueError(f"{v!r} is not an address") from None
+        return v
+
+
+class NodeDef(Strict):
+    kind: Literal["host", "router", "switch", "hub"] = Field("host", description="host, router, switch or hub")
+    image: str | None = Field(None, description="container image (hosts, routers); null: the experiment's default")
+    cpus: float | None = Field(None, gt=0, description="CPU budget in cores (hosts, routers); null: none")
+    role: str | None = Field(None, description="label for metrics (default: the kind)")
+    routes: list[Route] = Field(default_factory=list, description="static routes beyond the automatic ones")
+    capacity: BitsPerSecond | None = Field(None, description="hub: the shared medium's capacity")
+    multicast: Literal["off", "snooping"] = Field("off", description="switch: IGMP snooping (and querier)")
+
+    @model_validator(mode="after")
+    def _fits_kind(self) -> NodeDef:
+        bridge = self.kind in ("switch", "hub")
+        if bridge and (self.image or self.cpus or self.routes):
+            raise ValueError(f"a {self.kind} is a bridge, not a container: image, cpus and routes do not apply")
+        if self.capacity is not None and self.kind != "hub":
+            raise ValueError("capacity is a hub's shared medium; a link's or a switch port's speed is a link rate")
+        if self.multicast != "off" and self.kind != "switch":
+            raise ValueError("multicast snooping is a switch's; a hub floods by definition")
+        return self
+
+
+class Directions(Strict):
+    """Per-direction impairments of a link: forward is endpoints[0] -> endpoints[1]."""
+
+    both: Impairment | None = None
+    forward: Impairment | None = None
+    reverse: Impairment | None = None
+
+    @model_validator(mode="after")
+    def _not_both_ways(self) -> Directions:
+        if self.both is not None and (self.forward is not None or self.reverse is not None):
+            raise ValueError("give `both`, or `forward`/`reverse`, not both")
+        return self
+
+
+class LinkDef(Strict):
+    endpoints: tuple[str, str] = Field(..., description="the two nodes, e.g. [h1, r1]")
+    rate: BitsPerSecond | None = Field(None, description="line rate of each direction, e.g. '10Mbit'")
+    addresses: tuple[str | None, str | None] | None = Field(
+        None, description="the two ends' addresses with prefix, e.g. [10.0.9.1/24, 10.0.9.2/24]; null: assigned"
+    )
+    impairments: Directions | None = Field(None, description="{both|forward|reverse: impairment}")
+    segment: str | None = Field(None, description="a name for reports (default: the two endpoints)")
+
+    @field_validator("addresses")
+    @classmethod
+    def _addresses(cls, v: tuple[str | None, str | None] | None) -> tuple[str | None, str | None] | None:
+        return None if v is None else (_cidr(v[0]), _cidr(v[1]))
+
+    @model_validator(mode="after")
+    def _two_ends(self) -> LinkDef:
+        if self.endpoints[0] == self.endpoints[1]:
+            raise ValueError(f"endpoints: a link joins two different nodes, not {self.endpoints[0]} to itself")
+        return self
+
+
+class SegmentDef(Strict):
+    name: str = Field(..., pattern=NODE_NAME_RE, description="the segment's name (and its bridge's, by default)")
+    kind: Literal["switch", "hub"] = Field("switch", description="switch: per-port rates; hub: one shared medium")
+    bridge: str | None = Field(None, pattern=NODE_NAME_RE, description="the bridge node's name (default: name)")
+    members: list[str] = Field(..., min_length=1, description="the nodes on the segment")
+    capacity: BitsPerSecond | None = Field(None, description="hub: shared capacity; switch: every port's rate")
+    subnet: str | None = Field(None, description="IPv4 prefix, e.g. 10.0.1.0/24; null: assigned")
+    multicast: Literal["off", "snooping"] = Field("off", description="switch: IGMP snooping (and querier)")
+
+    @field_validator("subnet")
+    @classmethod
+    def _subnet(cls, v: str | None) -> str | None:
+        if v is not None:
+            try:
+                net = ipaddress.ip_network(v)
+            except ValueError as exc:
+                raise ValueError(f"{v!r}: {exc}") from None
+            if net.version != 4 or net.prefixlen > 30:
+                raise ValueError(f"{v!r}: an IPv4 prefix of /30 or wider")
+        return v
+
+    @model_validator(mode="after")
+    def _members(self) -> SegmentDef:
+        dup = sorted({m for m in self.members if self.members.count(m) > 1})
+        if dup:
+            raise ValueError(f"members: {dup} listed twice")
+        if self.multicast != "off" and self.kind == "hub":
+            raise ValueError("multicast snooping is a switch's; a hub floods by definition")
+        return self
+
+    @property
+    def bridge_name(self) -> str:
+        return self.bridge or self.name
+
+
+class TopologyDef(Strict):
+    """A network: nodes, point-to-point links and segments (a hub or switch with its members)."""
+
+    name: str = Field("custom", pattern=NODE_NAME_RE, description="the topology's name in reports")
+    description: str = ""
+    nodes: dict[str, NodeDef] = Field(..., min_length=1, description="name -> node; names as h1, r1, s1")
+    links: list[LinkDef] = Field(default_factory=list)
+    segments: list[SegmentDef] = Field(default_factory=list)
+
+    @field_validator("nodes")
+    @classmethod
+    def _names(cls, v: dict[str, NodeDef]) -> dict[str, NodeDef]:
+        if len(v) > MAX_NODES:
+            raise ValueError(f"{len(v)} nodes: more than the limit of {MAX_NODES}")
+        for name in v:
+            if not re.match(NODE_NAME_RE, name):
+                raise ValueError(f"{name!r}: a node name is lower-case letters, digits and _, starting with a letter")
+        return v

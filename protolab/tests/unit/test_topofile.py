@@ -1,0 +1,151 @@
+"""Topology files: parse -> validate -> resolve into the model the built-in generators make; bad input named."""
+
+from __future__ import annotations
+
+import textwrap
+from pathlib import Path
+
+import pytest
+
+from protolab import spec, topo, topofile
+from protolab.errors import SpecError
+
+
+def _write(tmp_path: Path, text: str, name: str = "net.yaml") -> Path:
+    p = tmp_path / name
+    p.write_text(textwrap.dedent(text))
+    return p
+
+
+def test_the_shipped_triangle_resolves_addresses_routes_and_impairments():
+    t = topofile.load(topofile.find("triangle"))
+    ips = {(n, i): ip for n, i, ip in topofile.addresses(t)}
+    assert ips["h1", "h1-eth0"] == "10.0.1.1/24" and ips["r1", "r1-eth0"] == "10.0.1.3/24"
+    assert ips["r1", "r1-eth1"] == "10.0.2.1/24" and ips["r2", "r2-eth0"] == "10.0.2.2/24"
+    assert ips["h3", "h3-eth0"] == "10.0.3.2/24"
+    h1, h3, r1 = t.host("h1"), t.host("h3"), t.host("r1")
+    assert sorted(h1.routes) == [("10.0.2.0/24", "10.0.1.3"), ("10.0.3.0/24", "10.0.1.3")]  # through r1
+    assert sorted(h3.routes) == [("10.0.1.0/24", "10.0.3.1"), ("10.0.2.0/24", "10.0.3.1")]  # through r2
+    assert r1.routes == [("10.0.3.0/24", "10.0.2.2")] and r1.forwarding and not h1.forwarding
+    assert h3.cpus == 0.5
+    hub = next(s for s in t.switches if s.name == "lan")
+    assert hub.mode == "hub" and hub.capacity_bps == 10e6
+    assert {(i.link, i.direction, i.delay, i.loss) for i in t.impairments} == {
+        (("r1", "r2"), "forward", 0.135, None),
+        (("r1", "r2"), "reverse", 0.135, 0.01),
+    }
+
+
+def test_a_file_makes_the_same_model_as_the_switched_generator_with_its_wan_router(tmp_path):
+    path = _write(
+        tmp_path,
+        """
+        name: switched
+        nodes:
+          h1: {}
+          h2: {}
+          h3: {}
+          r1: {kind: router}
+          w1: {role: wan}
+        segments:
+          - {name: lan, bridge: s1, members: [h1, h2, h3], capacity: 100Mbit}
+        links:
+          - {endpoints: [s1, r1], rate: 100Mbit, addresses: [null, 10.0.1.254/24], segment: lan}
+          - {endpoints: [r1, w1], rate: 1544kbit, addresses: [10.0.100.1/24, 10.0.100.2/24], segment: wan}
+        """,
+    )
+    mine = topofile.load(path)
+    theirs = topo.build("switched", {"hosts": 3, "wan_router": True})
+    assert mine.hosts == theirs.hosts
+    assert mine.switches == theirs.switches
+    assert mine.links == theirs.links
+    assert mine.interfaces() == theirs.interfaces()
+
+
+def test_given_addresses_are_kept_and_assigned_ones_avoid_them(tmp_path):
+    path = _write(
+        tmp_path,
+        """
+        nodes: {a: {}, b: {}, c: {}, d: {}}
+        segments: [{name: s1, members: [a, b, c], subnet: 10.0.1.0/24}]
+        links:
+          - {endpoints: [c, d], addresses: [10.0.2.9/24, null]}
+        """,
+    )
+    ips = {n + "/" + i: ip for n, i, ip in topofile.addresses(topofile.load(path))}
+    assert ips == {"a/a-eth0": "10.0.1.1/24", "b/b-eth0": "10.0.1.2/24", "c/c-eth0": "10.0.1.3/24",
+                   "c/c-eth1": "10.0.2.9/24", "d/d-eth0": "10.0.2.1/24"}  # fmt: skip
+
+
+@pytest.mark.parametrize(
+    "body, says",
+    [
+        ("nodes: {h1: {}, h1: {}}", "duplicate key 'h1'"),
+        ("nodes: {h1: {}, h2: {}}\nlinks: [{endpoints: [h1, h9]}]", "links.0.endpoints: no node 'h9'"),
+        (
+            "nodes: {h1: {}, h2: {}, h3: {}}\nsegments: [{name: a, kind: hub, members: [h1, h2]},"
+            " {name: b, kind: hub, members: [h2, h3]}]",
+            "segments.1.members: h2 is already on hub a",
+        ),
+        ("nodes: {h1: {}, h2: {}}\nsegments: [{name: h1, members: [h2]}]", "bridge name 'h1' is taken"),
+        ("nodes: {h1: {}}\nsegments: [{name: s1, members: [h1, h7]}]", "segments.0.members: no node 'h7'"),
+        ("nodes: {h1: {}, h2: {}}\nlinks: [{endpoints: [h1, h2]}, {endpoints: [h2, h1]}]", "already joined by links.0"),
+        ("nodes: {averyverylongname: {}}", "longer than 10 characters"),
+        ("nodes: {h1: {}, longsw: {kind: switch}}\nlinks: [{endpoints: [h1, longsw]}]", "too long"),
+        ("nodes: {h1: {kind: switch, cpus: 1}}", "nodes.h1: a switch is a bridge"),
+        ("nodes: {H1: {}}", "a node name is lower-case"),
+        ("nodes: {h1: {}, h2: {}}\nlinks: [{endpoints: [h1, h2], addresses: [10.0.0.1, null]}]", "needs a prefix"),
+        ("nodes: {h1: {}, h2: {}}\nlinks: [{endpoints: [h1, h2], impairments: {both: {loss: 2}}}]", "percentage"),
+        ("nodes: {h1: {}}\nlinks: [{endpoints: [h1, h1]}]", "two different nodes"),
+    ],
+)
+def test_bad_topologies_are_refused_naming_the_file_and_field(tmp_path, body, says):
+    path = _write(tmp_path, body)
+    with pytest.raises(SpecError) as err:
+        topofile.load(path)
+    assert str(path) in str(err.value) and says in str(err.value), str(err.value)
+
+
+def _spec(tmp_path: Path, topology: str, extra: str = "") -> Path:
+    return _write(
+        tmp_path,
+        f"""
+        name: t
+        description: a topology test
+        seed: {{reproduces: none}}
+        topology: {topology}
+        phases:
+          - name: p
+            tasks: [{{kind: ping, name: p, client: h1, server: h2, interval: 10ms, duration: 1s}}]
+        {extra}
+        """,
+        "spec.yaml",
+    )
+
+
+def test_a_spec_takes_a_topology_inline_by_file_or_by_name(tmp_path):
+    _write(tmp_path, "nodes: {h1: {}, h2: {cpus: 0.5}}\nlinks: [{endpoints: [h1, h2], rate: 10Mbit}]", "mine.yaml")
+    inline = "{nodes: {h1: {}, h2: {cpus: 0.5}}, links: [{endpoints: [h1, h2], rate: 10Mbit}]}"
+    for ref in ("{file: mine.yaml}", inline):
+        ex = spec.load(_spec(tmp_path, ref)).points[0].experiment
+        t = ex.topology.build()
+        assert [lk.rate_bps for lk in t.links] == [10e6] and t.host("h2").cpus == 0.5
+        images, cpus, _ = spec.node_settings(t, ex.nodes)
+        assert cpus == {"h1": None, "h2": 0.5} and images == {"h1": "protolab/node", "h2": "protolab/node"}
+    named = spec.load(_spec(tmp_path, "{kind: triangle}"))
+    assert named.points[0].experiment.topology.build().host("r2").forwarding
+
+
+def test_a_spec_entry_for_a_node_overrides_the_file_and_errors_point_at_the_topology_file(tmp_path):
+    _write(tmp_path, "nodes: {h1: {}, h2: {cpus: 0.5}}\nlinks: [{endpoints: [h1, h2]}]", "mine.yaml")
+    ex = spec.load(_spec(tmp_path, "{file: mine.yaml}", "nodes: {default: {}, h2: {cpus: 1}}")).points[0].experiment
+    assert spec.node_settings(ex.topology.build(), ex.nodes)[1] == {"h1": None, "h2": 1.0}
+    bad = _write(tmp_path, "nodes: {h1: {}, h2: {}}\nlinks: [{endpoints: [h1, h3]}]", "bad.yaml")
+    with pytest.raises(SpecError, match=f"{bad}: invalid topology\n  links.0.endpoints: no node 'h3'"):
+        spec.load(_spec(tmp_path, "{file: bad.yaml}"))
+    with pytest.raises(SpecError, match="no link between h1 and h9"):
+        spec.load(_spec(tmp_path, "{file: mine.yaml}", "impairments: [{link: [h1, h9], delay: 1ms}]"))
+    with pytest.raises(SpecError, match="topology file 'nowhere.yaml' not found"):
+        spec.load(_spec(tmp_path, "{file: nowhere.yaml}"))
+    with pytest.raises(SpecError, match="only a generator kind takes params"):
+        spec.load(_spec(tmp_path, "{file: mine.yaml, params: {hosts: 3}}"))
