@@ -16,6 +16,16 @@ more valid runs pooled, and the machine they came from. A comparison tests each 
   run's repetitions share one deployment and one state of the machine, so their sd understates how much a
   CPU share moves from one run to the next; measured here, two nightlies of the same code differed by up to
   0.08 cores (p95 0.026 over 102 cells) while their repetitions' sds were often under 0.005.
+- **Between runs.** A run's repetitions share one deployment and one state of the machine, so their spread
+  understates how much a run's mean moves from one run to the next (measured here: a receiver lost 0 of 8,000
+  messages in every repetition of two nightlies and 8 in every repetition of another, same code). A reference
+  pooled from two or more runs keeps each run's mean per cell, and a cell also needs the new run's mean to lie
+  outside the reference runs' own scatter: Student's t prediction of one more run mean, with the column's
+  run-to-run coefficient of variation pooled over its points (one cell's k runs give k - 1 degrees of freedom,
+  too few to find anything after the adjustment below; a column's scatter relative to its level is much alike
+  from point to point). The cell's p is the larger of the two tests' (both must reject: an intersection-union
+  test, still at level alpha). Runs whose means are all 0 (every run lost nothing) say nothing about the
+  scatter; Welch's test alone decides there.
 - The cells of one comparison are **many tests at once** (562 over the five nightlies): at alpha 0.01 each,
   about 5 would be flagged every night by chance alone. So the decision uses each cell's p adjusted by
   **Benjamini-Hochberg** over the comparison's tested cells (q, the false discovery rate; scipy's
@@ -117,7 +127,9 @@ class Cell:
     new: Sample | None
     diff: float | None = None
     relative: float | None = None
-    p: float | None = None
+    p: float | None = None  # the larger of p_within and p_between (both tests must reject)
+    p_within: float | None = None  # Welch's test of the repetitions
+    p_between: float | None = None  # the new run mean against the reference runs' means (None: fewer than 2 runs)
     q: float | None = None  # p adjusted over the comparison's tested cells (Benjamini-Hochberg); p alone: None
     low: float | None = None
     high: float | None = None
@@ -143,8 +155,45 @@ def classify(column: str, ref: Sample | None, new: Sample | None, alpha: float =
     return decide(measure(column, ref, new, point, label), alpha, threshold, floor)
 
 
-def measure(column: str, ref: Sample | None, new: Sample | None, point: str = "", label: str = "") -> Cell:
-    """The difference, its interval and p; 'not comparable' when a side is missing or cannot be tested."""
+@dataclass(frozen=True)
+class Scatter:
+    """How much a column's run means scatter from run to run, relative to their level: the coefficient of
+    variation of the reference runs' means, pooled over the column's points (df = sum of k - 1)."""
+
+    relative_sd: float
+    df: int
+
+
+def column_scatter(cells: Iterable[tuple[str, Sequence[float]]]) -> dict[str, Scatter]:
+    """(column, its runs' means at one point) for every cell -> each column's pooled Scatter. Cells whose runs'
+    mean is 0 carry no relative scatter and are left out; a column without any has none."""
+    sums: dict[str, list[float]] = defaultdict(lambda: [0.0, 0])
+    for col, means in cells:
+        level = statistics.fmean(means)
+        if len(means) < 2 or level == 0:
+            continue
+        sums[col][0] += (len(means) - 1) * (statistics.stdev(means) / abs(level)) ** 2
+        sums[col][1] += len(means) - 1
+    return {col: Scatter(math.sqrt(ss / df), int(df)) for col, (ss, df) in sums.items() if df and ss > 0}
+
+
+def between_runs_test(run_means: Sequence[float], new: Sample, scatter: Scatter | None) -> float | None:
+    """p of 'the new run's mean is one more draw of the reference runs' means', with the column's pooled relative
+    scatter (Student's t prediction, scatter.df degrees of freedom); None without runs or scatter to judge by."""
+    if scatter is None or len(run_means) < 2:
+        return None
+    level = statistics.fmean(run_means)
+    if level == 0:
+        return None
+    sd = scatter.relative_sd * abs(level) * math.sqrt(1 + 1 / len(run_means))
+    return float(2 * _st.t.sf(abs(new.mean - level) / sd, scatter.df))
+
+
+def measure(column: str, ref: Sample | None, new: Sample | None, point: str = "", label: str = "",
+            ref_runs: Sequence[float] | None = None, scatter: Scatter | None = None) -> Cell:  # fmt: skip
+    """The difference, its interval and p; 'not comparable' when a side is missing or cannot be tested.
+    `ref_runs`, `scatter`: the reference runs' means of this cell and its column's pooled scatter (a reference
+    pooled from two or more runs), for the between-run test."""
     cell = Cell(point, label, column, "not comparable", ref, new)
     if ref is None or new is None:
         cell.why = "no reference value" if ref is None else "not measured in this run"
@@ -155,7 +204,9 @@ def measure(column: str, ref: Sample | None, new: Sample | None, point: str = ""
     if tested is None:
         cell.why = "one value on each side: no test possible (repeat the points)"
         return cell
-    cell.p, cell.low, cell.high = tested
+    cell.p_within, cell.low, cell.high = tested
+    cell.p_between = between_runs_test(ref_runs, new, scatter) if ref_runs else None
+    cell.p = max(cell.p_within, cell.p_between if cell.p_between is not None else 0.0)
     return cell
 
 
@@ -180,6 +231,8 @@ def decide(cell: Cell, alpha: float = ALPHA, threshold: float = RELATIVE_THRESHO
         beyond += f" and the {floor:.3g} between-run floor"
     sig, name = (cell.p, "p") if cell.q is None else (cell.q, "q")
     told = f"{name} {sig:.3g}" + ("" if cell.q is None else f" (p {cell.p:.3g})")
+    if cell.p_between is not None:
+        told += f" [Welch p {cell.p_within:.3g}, between runs p {cell.p_between:.3g}]"
     if sig >= alpha or not practical:
         cell.status = "unchanged"
         cell.why = f"{told} >= {alpha:g}" if sig >= alpha else f"within {beyond}"
@@ -245,7 +298,7 @@ def build_reference(run_dirs: Sequence[Path], allow_invalid: bool = False) -> di
     records: dict[str, Any] = {}
     first: dict[str, Any] | None = None
     runs = []
-    run_means: dict[tuple[str, str], list[float]] = defaultdict(list)  # CPU cells: each run's mean
+    run_means: dict[tuple[str, str], list[float]] = defaultdict(list)  # each cell: each run's mean
     for d in run_dirs:
         manifest, values, recs = _run_samples(d)
         if not manifest["_summary"].get("valid") and not allow_invalid:
@@ -263,7 +316,7 @@ def build_reference(run_dirs: Sequence[Path], allow_invalid: bool = False) -> di
         for k, cols in values.items():
             for col, vs in cols.items():
                 pooled[k][col] += vs
-                if is_cpu(col) and vs:
+                if vs:
                     run_means[k, col].append(statistics.fmean(vs))
     assert first is not None
     rates = [r for d in run_dirs if (r := machine(load_manifest(d))["hash_mib_per_second"])]
@@ -274,6 +327,8 @@ def build_reference(run_dirs: Sequence[Path], allow_invalid: bool = False) -> di
             s = Sample.of(vs)
             if s is not None:
                 cols[col] = {"n": s.n, "mean": s.mean, "sd": s.sd}
+                if len(run_means[k, col]) > 1:
+                    cols[col]["run_means"] = run_means[k, col]
         points.append({"id": rec["id"], "label": rec.get("label", ""), "values": rec["values"], "columns": cols})
     return {
         "schema_version": SCHEMA_VERSION,
@@ -283,7 +338,7 @@ def build_reference(run_dirs: Sequence[Path], allow_invalid: bool = False) -> di
         "runs": runs,
         "machine": machine(first) | {"hash_mib_per_second": statistics.fmean(rates) if rates else None},
         "points": points,
-        "cpu_floor": _between_run_floor(run_means),
+        "cpu_floor": _between_run_floor({key: m for key, m in run_means.items() if is_cpu(key[1])}),
     }
 
 
@@ -365,7 +420,11 @@ def compare(run_dir: Path, reference: dict[str, Any], alpha: float = ALPHA,
             "different machine (" + ", ".join(f"{k} {theirs.get(k)} -> {mine.get(k)}" for k in moved) +
             "): only shapes compared (each column divided by its mean over the points)")  # fmt: skip
     new = {k: {c: s for c, vs in cols.items() if (s := Sample.of(vs))} for k, cols in values.items()}
-    ref = {_key(p["values"]): {c: Sample(**v) for c, v in p["columns"].items()} for p in reference["points"]}
+    ref = {_key(p["values"]): {c: Sample(v["n"], v["mean"], v["sd"]) for c, v in p["columns"].items()}
+           for p in reference["points"]}  # fmt: skip
+    runs = {} if moved else {(_key(p["values"]), c): v["run_means"] for p in reference["points"]
+                             for c, v in p["columns"].items() if v.get("run_means")}  # fmt: skip
+    scatter = column_scatter((c, m) for (_k, c), m in runs.items())
     labels = {_key(p["values"]): (p["id"], p.get("label", "")) for p in reference["points"]}
     labels |= {k: (r["id"], r.get("label", "")) for k, r in records.items()}
     if moved:
@@ -384,10 +443,13 @@ def compare(run_dir: Path, reference: dict[str, Any], alpha: float = ALPHA,
     for k in sorted(set(new) | set(ref), key=lambda k: labels[k][0]):
         pid, label = labels[k]
         for col in sorted(set(new.get(k, {})) | set(ref.get(k, {}))):
-            cells.append(measure(col, ref.get(k, {}).get(col), new.get(k, {}).get(col), pid, label))
+            cells.append(measure(col, ref.get(k, {}).get(col), new.get(k, {}).get(col), pid, label, runs.get((k, col)),
+                                 scatter.get(col)))  # fmt: skip
     adjust(cells)
     for cell in cells:
         decide(cell, alpha, threshold, floor if is_cpu(cell.column) else None)
+    if runs:
+        note += f"; each cell also against the {len(reference.get('runs') or [])} reference runs' scatter of means"
     note += f"; q: p adjusted by Benjamini-Hochberg over the {sum(c.q is not None for c in cells)} tested cells"
     where = ", ".join(reference.get("runs", [])) or "?"
     return Comparison(manifest["experiment"], manifest["run_id"], where, bool(moved), note, cells)
@@ -414,7 +476,8 @@ def markdown(c: Comparison) -> str:
         rel = f" ({cell.relative:+.1%})" if cell.relative is not None else ""
         ci = f"{_fmt(cell.low)} .. {_fmt(cell.high)}" if cell.low is not None else "—"
         lines.append(f"| {cell.point} {cell.label} | {cell.column} | **{cell.status}** | {side(cell.ref)} | "
-                     f"{side(cell.new)} | {_fmt(cell.diff)}{rel} | {ci} | {_fmt(cell.p, 3)} | {_fmt(cell.q, 3)} |")  # fmt: skip
+                     f"{side(cell.new)} | {_fmt(cell.diff)}{rel} | {ci} | {_fmt(cell.p, 3)} | "
+                     f"{_fmt(cell.q, 3)} |")  # fmt: skip
     return "\n".join(lines) + "\n"
 
 
@@ -489,12 +552,12 @@ def verdict(run_dir: Path, references: Path = REFERENCES_DIR) -> dict[str, Any]:
     saved = Path(run_dir) / COMPARE_DIR / "compare.json"
     if not saved.exists():
         m = load_manifest(run_dir)
-        return {"reference": None,
-                "note": f"no reference ({reference_path(references, m['experiment'], m.get('profile'))}): not compared"}  # fmt: skip
+        path = reference_path(references, m["experiment"], m.get("profile"))
+        return {"reference": None, "note": f"no reference ({path}): not compared"}
     c = load_json(saved)
     counts = c["counts"]
-    return {"reference": c["reference"], "counts": counts, "failed": bool(counts.get("regressed") or counts.get("changed")),
-            "machine": c["machine"]}  # fmt: skip
+    failed = bool(counts.get("regressed") or counts.get("changed"))
+    return {"reference": c["reference"], "counts": counts, "failed": failed, "machine": c["machine"]}
 
 
 def write(c: Comparison, out_dir: Path) -> list[Path]:
