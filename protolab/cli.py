@@ -16,6 +16,16 @@ protolab clean [--check] [--force]                        remove exactly what pr
 protolab schema [--check]                                 write (or verify) experiments/schema.json
 protolab dashboards [--check]                             write (or verify) dashboards/*.json
 
+a lab to work in (one at a time on a machine; each command's --help has examples):
+protolab deploy FILE|NAME [--node-filter h1,r*]          deploy a topology and leave it up
+protolab inspect [--format json]                          its nodes, addresses, links, impairments
+protolab exec NODE -- CMD | exec --all -- CMD             run a command in a node (or every node)
+protolab graph [FILE|NAME] [--format dot|mermaid|svg|png] draw it
+protolab capture NODE-NODE [-w FILE.pcap]                 tcpdump on a link
+protolab impair set|clear NODE-NODE [--delay 10ms ...]   change a link's impairments while it is up
+protolab check                                            measure the impaired links now
+protolab destroy                                          tear it down
+
 exit status: 0 success (`run`: a VALID run), 1 error, 2 bad spec or arguments, 3 the run is INVALID
 (summary.json says why), 75 another protolab process holds this machine's lab state (its PID and run id
 are printed), 130 interrupted by SIGINT/SIGTERM/SIGHUP (the run is INVALID; its measured rows are on disk);
@@ -26,14 +36,11 @@ from __future__ import annotations
 
 import argparse
 import logging
-import os
 import sys
 from pathlib import Path
 
-
-def _need_root(what: str) -> None:
-    if os.geteuid() != 0:
-        sys.exit(f"protolab {what}: needs root (Mininet, tc and Docker); run it with sudo or as root")
+from .cli_lab import add_parsers
+from .cli_lab import need_root as _need_root
 
 
 def cmd_run(a: argparse.Namespace) -> int:
@@ -267,6 +274,7 @@ def main(argv: list[str] | None = None) -> int:
     d = sub.add_parser("dashboards", help="write dashboards/*.json (Grafana) from protolab.dashboards")
     d.add_argument("--check", action="store_true", help="fail if the committed dashboards are stale")
     d.set_defaults(fn=cmd_dashboards)
+    add_parsers(sub)
     a = ap.parse_args(argv)
     logging.basicConfig(
         level=logging.DEBUG if a.verbose else logging.WARNING, format="%(levelname)s %(name)s: %(message)s"

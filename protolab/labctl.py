@@ -1,0 +1,532 @@
+"""A lab a user deploys and works in: `protolab deploy | destroy | inspect | exec | graph | capture | impair | check`.
+
+`deploy` starts a lab keeper: a process of its own session that deploys the lab (the same `Lab` a run uses, so
+the same ownership ledger, lock, impairment backends and self-check) and then holds it, because the lab's link
+emulators and Mininet's node shells live in that process. It answers the other commands on a Unix socket
+(`<state dir>/lab.sock`, one JSON request and one JSON answer per connection) and writes what it holds to
+`<state dir>/lab.json`. `destroy` asks it to tear the lab down; if the keeper was killed, its ledger makes the
+lab a dead run's leftovers, which the next deploy, run or `protolab clean` removes.
+
+`exec` and `capture` do not need the keeper: they enter the node's container (docker exec) or network
+namespace (nsenter + tcpdump) from the state file. Only one lab exists at a time on a machine (container names
+are `plab-<node>`): a second deploy, or a `protolab run`, while one is up is refused naming the holder.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import datetime as dt
+import fnmatch
+import json
+import os
+import socket
+import subprocess
+import sys
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from . import naming, ownership, topofile
+from .errors import LabError, ProtolabError, SpecError
+from .model.impairment import Impairment, LinkImpairment
+from .spec import EXPERIMENTS_DIR, NodeSpec, TopologySpec, node_settings
+from .topo import Topology
+
+READY_TIMEOUT = 600.0  # deploying 128 containers on 2 cores takes minutes
+REQUEST_TIMEOUT = 300.0  # a self-check of many links
+
+
+def state_path() -> Path:
+    return ownership.state_dir() / "lab.json"
+
+
+def socket_path() -> Path:
+    return ownership.state_dir() / "lab.sock"
+
+
+def log_path() -> Path:
+    return ownership.state_dir() / "lab.log"
+
+
+# -- what to deploy ---------------------------------------------------------------------------------------
+@dataclass
+class Request:
+    """What `deploy` was asked: a topology file or name (or an experiment's topology), and a node filter."""
+
+    source: str
+    params: dict[str, Any] = field(default_factory=dict)
+    node_filter: list[str] = field(default_factory=list)
+    backend: str = "auto"
+
+
+@dataclass
+class Prepared:
+    name: str
+    topology: Topology
+    images: dict[str, str]
+    cpus: dict[str, float | None]
+    commands: dict[str, list[str] | None]
+    impairments: list[LinkImpairment]
+    described: str
+
+
+def prepare(req: Request) -> Prepared:
+    """Resolve and validate everything before anything is created (errors name the file, field and reason)."""
+    nodes: dict[str, NodeSpec] = {"default": NodeSpec()}
+    impairments: list[LinkImpairment] = []
+    path = Path(req.source)
+    experiment = EXPERIMENTS_DIR / f"{req.source}.yaml"
+    if not path.exists() and experiment.exists() and req.source not in topofile.builtin_files():
+        from . import spec
+
+        ex = spec.load(experiment).points[0].experiment
+        ts, nodes, impairments = ex.topology, ex.nodes, list(ex.impairments)
+        if req.params:
+            raise SpecError(f"{req.source}: an experiment's topology takes no --param (edit the spec's sweep instead)")
+    elif path.suffix in (".yaml", ".yml") or path.exists():
+        ts = TopologySpec.model_validate({"file": req.source}, context={"spec_dir": Path.cwd()})
+        if req.params:
+            raise SpecError(f"{req.source}: a topology file takes no --param; it is the topology")
+    else:
+        try:
+            ts = TopologySpec.model_validate({"kind": req.source, "params": req.params})
+        except Exception as exc:  # an unknown name lists the known ones
+            raise SpecError(f"{req.source}: not a topology file, topology or experiment: {exc}") from None
+    t = ts.build()
+    imps = t.impairments + impairments
+    if req.node_filter:
+        t, imps = filter_nodes(t, imps, req.node_filter)
+    images, cpus, commands = node_settings(t, nodes)
+    return Prepared(t.kind, t, images, cpus, commands, imps, ts.describe())
+
+
+def filter_nodes(t: Topology, imps: list[LinkImpairment], patterns: list[str]) -> tuple[Topology, list[LinkImpairment]]:
+    """Only the containers matching a pattern (name or glob); the bridges that still have members, the links
+    between what is kept and the impairments on those links."""
+    names = [h.name for h in t.hosts]
+    keep = {n for n in names if any(fnmatch.fnmatchcase(n, p) for p in patterns)}
+    unmatched = [p for p in patterns if not any(fnmatch.fnmatchcase(n, p) for n in names)]
+    if not keep or unmatched:
+        raise SpecError(f"--node-filter {','.join(unmatched or patterns)} matches no node of {t.kind} "
+                        f"(its nodes: {', '.join(names)})")  # fmt: skip
+    bridges = {s.name for s in t.switches}
+    links = [lk for lk in t.links if all(n in keep or n in bridges for n in (lk.node1, lk.node2))]
+    used = {n for lk in links for n in (lk.node1, lk.node2)}
+    out = Topology(t.kind, [h for h in t.hosts if h.name in keep], [s for s in t.switches if s.name in used], links,
+                   source=t.source)  # fmt: skip
+    kept = {frozenset((lk.node1, lk.node2)) for lk in links}
+    out.impairments = [i for i in t.impairments if frozenset(i.link) in kept]
+    return out, [i for i in imps if frozenset(i.link) in kept]
+
+
+# -- the keeper -------------------------------------------------------------------------------------------
+def _link_rows(t: Topology) -> list[dict[str, Any]]:
+    intfs = t.interfaces()
+    count: dict[str, int] = {}
+    rows = []
+    for lk in t.links:
+        ends = []
+        for n, ip in ((lk.node1, lk.ip1), (lk.node2, lk.ip2)):
+            k = count.get(n, 0)
+            count[n] = k + 1
+            ends.append({"node": n, "interface": intfs[n][k], "address": ip})
+        rows.append({"link": [lk.node1, lk.node2], "rate_bps": lk.rate_bps, "segment": lk.segment, "ends": ends})
+    return rows
+
+
+class Keeper:
+    """Deploys the lab, holds it and answers requests until `destroy` (or SIGTERM)."""
+
+    def __init__(self, req: Request) -> None:
+        self.req = req
+        self.lab: Any = None
+        self.checks: list[dict[str, Any]] = []
+        self.events: list[dict[str, Any]] = []
+        self.done = False
+
+    def state(self, status: str = "up") -> dict[str, Any]:
+        lab = self.lab
+        t: Topology = lab.topology
+        return {
+            "lab": lab.run_id, "name": t.kind, "status": status, "pid": os.getpid(), "source": self.req.source,
+            "node_filter": self.req.node_filter, "backend": lab.backend.name if lab.backend else None,
+            "deployed_at": self.deployed_at, "deploy_seconds": self.deploy_seconds,
+            "nodes": [{"name": h.name, "role": h.role, "image": lab.images[h.name], "cpus": lab.cpus.get(h.name),
+                       "container": naming.container_name(h.name), "pid": lab.nodes[h.name].pid,
+                       "mgmt_ip": lab.nodes[h.name].mgmt_ip, "routes": [list(r) for r in h.routes]}
+                      for h in t.hosts],
+            "bridges": [{"name": s.name, "mode": s.mode, "capacity_bps": s.capacity_bps} for s in t.switches],
+            "links": _link_rows(t),
+            "impairments": [{"from": a, "to": b, "at": at,
+                             "impairment": imp.model_dump(mode="json", exclude_defaults=True)}
+                            for (a, b), (imp, at) in sorted(lab.configured.items())],
+            "cut": [list(k) for k in sorted(lab.links.cut)] if lab.links else [],
+            "checks": self.checks, "events": self.events,
+            "topology": {"kind": t.kind, "source": t.source},
+        }  # fmt: skip
+
+    def write_state(self, status: str = "up") -> None:
+        tmp = state_path().with_suffix(".tmp")
+        tmp.write_text(json.dumps(self.state(status), indent=1) + "\n")
+        tmp.replace(state_path())
+
+    def deploy(self) -> None:
+        from .lab import Lab
+
+        p = prepare(self.req)
+        run_id = "lab-" + dt.datetime.now(dt.UTC).strftime("%Y%m%dT%H%M%SZ")
+        ledger = ownership.begin_run(run_id, None)
+        backend = None
+        if self.req.backend != "auto":
+            from . import impair
+
+            backend, _probe = impair.choose(self.req.backend)
+        self.lab = Lab(p.topology, run_id, p.images, p.cpus, commands=p.commands, impairments=p.impairments,
+                       ledger=ledger.scoped("lab"), backend=backend)  # fmt: skip
+        t0 = time.monotonic()
+        self.deployed_at = dt.datetime.now(dt.UTC).isoformat(timespec="seconds")
+        self.lab.deploy()
+        self.deploy_seconds = round(time.monotonic() - t0, 3)
+        self.write_state()
+
+    def teardown(self) -> list[str]:
+        if self.lab is None:
+            return []
+        self.lab.teardown()
+        failures = list(self.lab.teardown_failures)
+        ledger = ownership.Ledger(self.lab.run_id)
+        failures += ledger.sweep(None, ownership.Context(self.lab.client))
+        self.lab = None
+        with contextlib.suppress(FileNotFoundError):
+            state_path().unlink()
+        return failures
+
+    # -- requests ---------------------------------------------------------------------------------------
+    def handle(self, req: dict[str, Any]) -> dict[str, Any]:
+        op = req.get("op")
+        try:
+            if op == "inspect":
+                return {"ok": True, "state": self.state()}
+            if op == "impair":
+                return self._impair(req)
+            if op == "check":
+                return self._check()
+            if op == "destroy":
+                self.done = True
+                return {"ok": True, "failures": self.teardown()}
+            return {"ok": False, "error": f"unknown request {op!r}"}
+        except (ProtolabError, ValueError, KeyError) as exc:
+            return {"ok": False, "error": str(exc).strip("'\"")}
+
+    def _impair(self, req: dict[str, Any]) -> dict[str, Any]:
+        lab = self.lab
+        a, b = req["link"]
+        lab.links.ends(a, b)  # KeyError naming the link when it does not exist
+        direction = req.get("direction", "both")
+        if req.get("clear"):
+            rate = next((lk.rate_bps for lk in lab.topology.links if {lk.node1, lk.node2} == {a, b}), None)
+            base = Impairment.model_validate({"rate": f"{rate:.0f}bit"}) if rate else Impairment()
+            dirs = {"both": [(a, b), (b, a)], "forward": [(a, b)], "reverse": [(b, a)]}[direction]
+            for d in dirs:
+                lab.links.replace(*d, base, "sender")
+                lab.links.configured[d] = (base, "sender")
+            lab.impairments = [i for i in lab.impairments if set(i.directions()).isdisjoint(dirs)]
+            what = "cleared"
+        else:
+            item = LinkImpairment.model_validate({**req["set"], "link": [a, b], "direction": direction,
+                                                  "at": req.get("at", "sender")})  # fmt: skip
+            hubs = {s.name for s in lab.topology.switches if s.mode == "hub"}
+            if why := item.hub_conflict(hubs):
+                raise ValueError(why)
+            for d in item.directions():
+                imp, at = lab.links.current.get(d, (Impairment(), item.at))
+                given = {k: getattr(item, k) for k in item.model_fields_set if k not in ("link", "direction", "at")}
+                new = imp.model_copy(update=given)
+                lab.links.replace(*d, new, item.at)
+                lab.links.configured[d] = (new, item.at)
+            lab.impairments.append(item)
+            what = "set " + json.dumps(req["set"])
+        self.events.append({"at": dt.datetime.now(dt.UTC).isoformat(timespec="seconds"), "link": [a, b],
+                            "direction": direction, "what": what})  # fmt: skip
+        self.write_state()
+        return {"ok": True, "configured": self.state()["impairments"]}
+
+    def _check(self) -> dict[str, Any]:
+        from . import selfcheck
+
+        lines: list[str] = []
+        results = selfcheck.run_all(self.lab, log=lines.append)
+        self.checks = [{"at": dt.datetime.now(dt.UTC).isoformat(timespec="seconds"), **r} for r in results]
+        self.write_state()
+        return {"ok": True, "results": results, "lines": lines, "passed": all(r["passed"] for r in results)}
+
+    def serve(self) -> None:
+        path = socket_path()
+        with contextlib.suppress(FileNotFoundError):
+            path.unlink()
+        srv = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        srv.bind(str(path))
+        os.chmod(path, 0o600)
+        srv.listen(4)
+        srv.settimeout(1.0)
+        try:
+            while not self.done:
+                try:
+                    conn, _ = srv.accept()
+                except TimeoutError:
+                    continue
+                with conn:
+                    conn.settimeout(REQUEST_TIMEOUT)
+                    data = b""
+                    while not data.endswith(b"\n"):
+                        chunk = conn.recv(65536)
+                        if not chunk:
+                            break
+                        data += chunk
+                    try:
+                        answer = self.handle(json.loads(data or b"{}"))
+                    except ValueError as exc:
+                        answer = {"ok": False, "error": f"bad request: {exc}"}
+                    conn.sendall(json.dumps(answer).encode() + b"\n")
+        finally:
+            srv.close()
+            with contextlib.suppress(FileNotFoundError):
+                path.unlink()
+
+
+def keeper_main(req_json: str) -> int:
+    """The keeper process: deploy, say so on stdout (the log), serve, tear down on destroy or SIGTERM."""
+    import signal
+
+    from mininet.log import setLogLevel
+
+    setLogLevel("critical")
+    k = Keeper(Request(**json.loads(req_json)))
+
+    def stop(_sig: int, _frm: Any) -> None:
+        k.done = True
+
+    signal.signal(signal.SIGTERM, stop)
+    signal.signal(signal.SIGINT, stop)
+    try:
+        k.deploy()
+        print("READY", flush=True)
+        k.serve()
+    except BaseException as exc:
+        print(f"FAILED: {exc}", flush=True)
+        for f in k.teardown():
+            print(f"left: {f}", flush=True)
+        return 1
+    failures = k.teardown()
+    for f in failures:
+        print(f"left: {f}", flush=True)
+    return 1 if failures else 0
+
+
+# -- the commands -----------------------------------------------------------------------------------------
+def load_state() -> dict[str, Any] | None:
+    try:
+        st = json.loads(state_path().read_text())
+    except (FileNotFoundError, ValueError):
+        return None
+    return st if ownership.alive(st["pid"], ownership.start_time(st["pid"])) else None
+
+
+def need_state() -> dict[str, Any]:
+    st = load_state()
+    if st is None:
+        raise LabError("no lab is deployed on this machine (`protolab deploy FILE|NAME` deploys one)")
+    return st
+
+
+def request(op: str, timeout: float = REQUEST_TIMEOUT, **args: Any) -> dict[str, Any]:
+    need_state()
+    with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as s:
+        s.settimeout(timeout)
+        try:
+            s.connect(str(socket_path()))
+        except OSError as exc:
+            raise LabError(f"the lab keeper does not answer on {socket_path()}: {exc.strerror}") from None
+        s.sendall(json.dumps({"op": op, **args}).encode() + b"\n")
+        data = b""
+        while not data.endswith(b"\n"):
+            chunk = s.recv(1 << 20)
+            if not chunk:
+                break
+            data += chunk
+    answer = json.loads(data or b"{}")
+    if not answer.get("ok"):
+        raise LabError(f"{op}: {answer.get('error', 'no answer from the lab keeper')}")
+    return answer
+
+
+def deploy(req: Request, out: Any = sys.stderr) -> dict[str, Any]:
+    """Validate, start the keeper in its own session and wait until the lab is up; the state of the lab."""
+    p = prepare(req)  # errors now, before anything is started
+    if (st := load_state()) is not None:
+        raise LabError(f"lab {st['name']} ({st['lab']}) is deployed already: `protolab destroy` first")
+    ownership.state_dir().mkdir(parents=True, exist_ok=True)
+    hosts = len(p.topology.hosts)
+    print(f"deploying {p.described}: {hosts} containers, {len(p.topology.switches)} bridges, "
+          f"{len(p.topology.links)} links (log: {log_path()})", file=out, flush=True)  # fmt: skip
+    log = log_path().open("w")
+    proc = subprocess.Popen([sys.executable, "-m", "protolab.labctl", json.dumps(req.__dict__)], stdout=log,
+                            stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, start_new_session=True,
+                            env=os.environ | {"PYTHONUNBUFFERED": "1"})  # fmt: skip
+    t0 = time.monotonic()
+    last = ""
+    while time.monotonic() - t0 < READY_TIMEOUT:
+        text = log_path().read_text()
+        if "READY" in text.splitlines():
+            return need_state()
+        if proc.poll() is not None:
+            tail = "\n".join(line for line in text.splitlines()[-12:] if "bridge-nf-call" not in line)
+            raise LabError(f"deploy failed (exit {proc.returncode}):\n{tail}")
+        made = len(ownership.Ledger(_newest_lab_ledger() or "-").entries()) if _newest_lab_ledger() else 0
+        now = f"  {time.monotonic() - t0:.0f}s: {made} objects made"
+        if now != last and int(time.monotonic() - t0) % 5 == 0:
+            print(now, file=out, flush=True)
+            last = now
+        time.sleep(0.2)
+    proc.terminate()
+    raise LabError(f"deploy took longer than {READY_TIMEOUT:.0f}s; stopped (log: {log_path()})")
+
+
+def _newest_lab_ledger() -> str | None:
+    ids = sorted(lg.run_id for lg in ownership.ledgers() if lg.run_id.startswith("lab-"))
+    return ids[-1] if ids else None
+
+
+def destroy() -> list[str]:
+    st = need_state()
+    answer = request("destroy")
+    deadline = time.monotonic() + 60
+    while ownership.alive(st["pid"], ownership.start_time(st["pid"])) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    return list(answer.get("failures") or [])
+
+
+def node_state(st: dict[str, Any], node: str) -> dict[str, Any]:
+    for n in st["nodes"]:
+        if n["name"] == node:
+            return n
+    raise LabError(f"{node}: not a node of the deployed lab {st['name']} (its nodes: "
+                   f"{', '.join(n['name'] for n in st['nodes'])})")  # fmt: skip
+
+
+def exec_cmd(node: str | None, cmd: list[str], all_nodes: bool = False) -> int:
+    """docker exec in one node (or every node, each prefixed with its name); the worst exit status."""
+    st = load_state()
+    if st is None:
+        raise LabError(f"{node or '--all'}: no lab is deployed on this machine, so no node to run in "
+                       "(`protolab deploy FILE|NAME` deploys one; `protolab inspect` lists its nodes)")  # fmt: skip
+    targets = [n["name"] for n in st["nodes"]] if all_nodes else [node_state(st, node or "")["name"]]
+    worst = 0
+    for name in targets:
+        argv = ["docker", "exec", *(["-it"] if sys.stdin.isatty() and not all_nodes else []),
+                naming.container_name(name), *cmd]  # fmt: skip
+        if all_nodes:
+            r = subprocess.run(argv, capture_output=True, text=True)
+            for line in (r.stdout + r.stderr).splitlines():
+                print(f"{name}: {line}")
+            worst = max(worst, r.returncode)
+        else:
+            worst = subprocess.call(argv)
+    return worst
+
+
+def link_end(st: dict[str, Any], spec: str) -> tuple[dict[str, Any], int]:
+    """`a-b`, `a:b` or `node:interface` -> (the node, its namespace pid) of the container end of that link."""
+    pids = {n["name"]: n["pid"] for n in st["nodes"]}
+    a, sep, b = spec.partition(":") if ":" in spec else spec.partition("-")
+    for row in st["links"]:
+        for end in row["ends"]:
+            if sep == ":" and end["node"] == a and end["interface"] == b:
+                return end, pids[a]
+        names = [e["node"] for e in row["ends"]]
+        if sep and sorted(names) == sorted([a, b]):
+            end = next(e for e in row["ends"] if e["node"] in pids)
+            return end, pids[end["node"]]
+    links = ", ".join("-".join(e["node"] for e in r["ends"]) for r in st["links"])
+    raise LabError(f"{spec}: no such link in lab {st['name']} (links: {links}; or NODE:INTERFACE)")
+
+
+def capture(spec: str, write: str, count: int | None, seconds: float | None, expr: list[str]) -> int:
+    """tcpdump on the container end of a link, into a pcap file (or '-' for a pipe to wireshark -k -i -)."""
+    st = need_state()
+    end, pid = link_end(st, spec)
+    argv = ["nsenter", "-t", str(pid), "-n", "tcpdump", "-i", end["interface"], "-U", "-w", write, "-n"]
+    if count:
+        argv += ["-c", str(count)]
+    argv += expr
+    print(f"capturing on {end['node']}:{end['interface']} -> {write}", file=sys.stderr, flush=True)
+    try:
+        return subprocess.run(argv, timeout=seconds).returncode
+    except subprocess.TimeoutExpired:
+        return 0
+    except FileNotFoundError:
+        raise LabError("tcpdump is not installed (apt-get install tcpdump; `make setup` installs it)") from None
+
+
+def graph_source(what: str | None, params: dict[str, Any]) -> tuple[Topology, list[Any]]:
+    """The deployed lab's topology and configured impairments, or a file/name's without deploying."""
+    if what is None:
+        st = need_state()
+        t = prepare(Request(st["source"], node_filter=st["node_filter"])).topology
+        imps = [{"from": i["from"], "to": i["to"], "at": i["at"], "impairment": i["impairment"]}
+                for i in st["impairments"]]  # fmt: skip
+        return t, imps
+    p = prepare(Request(what, params))
+    return p.topology, list(p.impairments)
+
+
+def parse_params(items: list[str]) -> dict[str, Any]:
+    out = {}
+    for it in items:
+        k, sep, v = it.partition("=")
+        if not sep:
+            raise SpecError(f"--param {it}: write KEY=VALUE, e.g. hosts=4")
+        out[k] = yaml.safe_load(v)
+    return out
+
+
+def impairment_args(items: dict[str, Any]) -> dict[str, Any]:
+    return {k: v for k, v in items.items() if v is not None}
+
+
+def inspect_text(st: dict[str, Any]) -> str:
+    lines = [f"lab {st['name']} ({st['lab']}), up since {st['deployed_at']} (deployed in {st['deploy_seconds']} s), "
+             f"keeper pid {st['pid']}, impairment backend {st['backend']}", "", "nodes:"]  # fmt: skip
+    addrs: dict[str, list[str]] = {}
+    for row in st["links"]:
+        for e in row["ends"]:
+            if e["address"]:
+                addrs.setdefault(e["node"], []).append(f"{e['interface']} {e['address']}")
+    for n in st["nodes"]:
+        cpu = f", {n['cpus']} cores" if n["cpus"] else ""
+        lines.append(f"  {n['name']:<10} {n['role']:<8} {n['image']}{cpu}  {'; '.join(addrs.get(n['name'], []))}")
+    lines += ["", "links:"]
+    imps: dict[tuple[str, str], str] = {(i["from"], i["to"]): json.dumps(i["impairment"]) for i in st["impairments"]}
+    cut = {tuple(c) for c in st["cut"]}
+    for row in st["links"]:
+        a, b = row["link"]
+        rate = f"{row['rate_bps'] / 1e6:g} Mbit/s" if row["rate_bps"] else "unshaped"
+        state = "DOWN" if (a, b) in cut else "up"
+        lines.append(f"  {a}-{b:<10} {rate:<14} {state}  segment {row['segment']}")
+        for d in ((a, b), (b, a)):
+            if d in imps:
+                lines.append(f"      {d[0]}->{d[1]}: {imps[d]}")
+    if st["checks"]:
+        lines += ["", f"last self-check ({st['checks'][0]['at']}):"]
+        for r in st["checks"]:
+            from .selfcheck import summarize
+
+            lines.append(f"  {r['from']}->{r['to']}: " + (r.get("skipped") or summarize(r)))
+    return "\n".join(lines)
+
+
+if __name__ == "__main__":
+    sys.exit(keeper_main(sys.argv[1]))

@@ -1,0 +1,63 @@
+"""The lab commands' pure parts: what deploy would make (before anything is made), node filters, link ends."""
+
+from __future__ import annotations
+
+import pytest
+
+from protolab import labctl
+from protolab.errors import LabError, SpecError
+
+
+def test_prepare_takes_a_file_a_topology_name_a_generator_or_an_experiment(tmp_path):
+    f = tmp_path / "two.yaml"
+    f.write_text("nodes: {a: {}, b: {cpus: 0.25}}\nlinks: [{endpoints: [a, b], rate: 10Mbit}]\n")
+    p = labctl.prepare(labctl.Request(str(f)))
+    assert [h.name for h in p.topology.hosts] == ["a", "b"] and p.cpus == {"a": None, "b": 0.25}
+    assert labctl.prepare(labctl.Request("triangle")).topology.host("r1").forwarding
+    sw = labctl.prepare(labctl.Request("switched", {"hosts": 3}))
+    assert [h.name for h in sw.topology.hosts] == ["h1", "h2", "h3"]
+    ex = labctl.prepare(labctl.Request("link-fidelity"))  # an experiment: its topology and impairments
+    assert ex.impairments and ex.topology.kind == "switched"
+    with pytest.raises(SpecError, match="not a topology file, topology or experiment"):
+        labctl.prepare(labctl.Request("no-such-thing"))
+    with pytest.raises(SpecError, match="takes no --param"):
+        labctl.prepare(labctl.Request(str(f), {"hosts": 3}))
+
+
+def test_a_node_filter_keeps_its_nodes_their_bridges_links_and_impairments():
+    p = labctl.prepare(labctl.Request("triangle", node_filter=["h1", "r*"]))
+    assert sorted(h.name for h in p.topology.hosts) == ["h1", "r1", "r2"]
+    assert sorted((lk.node1, lk.node2) for lk in p.topology.links) == [("h1", "lan"), ("r1", "lan"), ("r1", "r2")]
+    assert {i.link for i in p.impairments} == {("r1", "r2")}
+    no_r = labctl.prepare(labctl.Request("triangle", node_filter=["h3"]))
+    assert [h.name for h in no_r.topology.hosts] == ["h3"] and no_r.topology.links == [] and not no_r.impairments
+    with pytest.raises(SpecError, match="--node-filter x9 matches no node of triangle"):
+        labctl.prepare(labctl.Request("triangle", node_filter=["h1", "x9"]))
+
+
+STATE = {
+    "name": "t", "nodes": [{"name": "h1", "pid": 11}, {"name": "r1", "pid": 12}],
+    "links": [{"link": ["h1", "s1"], "ends": [{"node": "h1", "interface": "h1-eth0", "address": "10.0.1.1/24"},
+                                              {"node": "s1", "interface": "s1-eth1", "address": None}]},
+              {"link": ["h1", "r1"], "ends": [{"node": "h1", "interface": "h1-eth1", "address": "10.0.2.1/24"},
+                                              {"node": "r1", "interface": "r1-eth0", "address": "10.0.2.2/24"}]}],
+}  # fmt: skip
+
+
+def test_a_link_is_named_by_its_nodes_or_a_node_and_interface():
+    assert labctl.link_end(STATE, "s1-h1") == (STATE["links"][0]["ends"][0], 11)  # the container's end
+    assert labctl.link_end(STATE, "r1:r1-eth0") == (STATE["links"][1]["ends"][1], 12)
+    with pytest.raises(LabError, match="no such link in lab t .links: h1-s1, h1-r1"):
+        labctl.link_end(STATE, "h1-h9")
+
+
+def test_params_and_commands_without_a_lab_say_so(monkeypatch, tmp_path):
+    assert labctl.parse_params(["hosts=4", "rate=10Mbit"]) == {"hosts": 4, "rate": "10Mbit"}
+    with pytest.raises(SpecError, match="KEY=VALUE"):
+        labctl.parse_params(["hosts"])
+    monkeypatch.setenv("PROTOLAB_STATE_DIR", str(tmp_path))
+    assert labctl.load_state() is None
+    with pytest.raises(LabError, match="h1: no lab is deployed on this machine"):
+        labctl.exec_cmd("h1", ["true"])
+    with pytest.raises(LabError, match="no lab is deployed"):
+        labctl.request("inspect")
