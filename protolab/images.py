@@ -108,9 +108,25 @@ def build(name: str, force: bool = False) -> bool:
     return True
 
 
+def ensure_grafana() -> bool:
+    """Pull the pinned Grafana image (docker-compose.yml) when it is missing and a registry answers; one line
+    either way. Grafana is optional: without it `protolab up` runs Prometheus alone and runs offer `--live`."""
+    from .monitor import grafana_image
+
+    ref = grafana_image()
+    if image_id(ref):
+        return True
+    if ok(["docker", "pull", ref], timeout=120):
+        say(f"pulled {ref}: `protolab up` and every run serve the dashboards")
+        return True
+    say(f"no registry answered for {ref}: no Grafana here (runs show `--live` on a terminal; Prometheus still runs)")
+    return False
+
+
 def ensure_all(force: bool = False) -> dict[str, str]:
     t0 = time.monotonic()
     built = [n for n in NAMES if build(n, force)]
     if not built:
         say(f"images up to date ({', '.join(NAMES.values())}) [{time.monotonic() - t0:.1f}s]")
+    ensure_grafana()
     return {ref: image_id(ref) or "?" for ref in NAMES.values()}
