@@ -152,7 +152,9 @@ def node_settings(
 class Phase(Strict):
     name: str = Field(..., pattern=NAME_RE)
     tasks: list[Task] = Field(..., min_length=1, description="run in parallel; the phase ends with the last")
-    faults: list[Fault] = Field(default_factory=list, description="timed link faults, relative to the phase start")
+    faults: list[Fault] = Field(
+        default_factory=list, description="timed link and node faults, relative to the phase start"
+    )
 
     @model_validator(mode="after")
     def _unique_task_names(self) -> Phase:
@@ -300,7 +302,11 @@ class Experiment(Strict):
                 raise ValueError(f"impairments.{i}: {why}")
         for phase in self.phases:
             for i, f in enumerate(phase.faults):
-                if tuple(f.link) not in linked:
+                if f.node is not None:
+                    if f.node not in hosts:
+                        raise ValueError(f"phase {phase.name} faults.{i}: node {f.node!r} is not a host of {t.kind}"
+                                         f" ({sorted(hosts)}); node faults act on a host's container")  # fmt: skip
+                elif tuple(f.link) not in linked:
                     raise ValueError(f"phase {phase.name} faults.{i}: no link between {f.link[0]} and {f.link[1]}")
                 try:
                     f.check(phase.seconds)

@@ -1,5 +1,5 @@
-"""One phase of one measurement: its tasks (under a watchdog), its fault schedule, the links put back as
-configured afterwards, and the wall-clock window its counters are measured over."""
+"""One phase of one measurement: its tasks (under a watchdog), its fault schedule, the nodes and links put back
+as configured afterwards, and the wall-clock window its counters are measured over."""
 
 from __future__ import annotations
 
@@ -36,7 +36,7 @@ class PhaseOutcome:
 
 
 def run_phase(phase: Any, lab: Any, warmup: float, margin: float, exporter: Any, where: str) -> PhaseOutcome:
-    """Run the phase's tasks and faults; the links are put back even when a task hangs or fails."""
+    """Run the phase's tasks and faults; the nodes and links are put back even when a task hangs or fails."""
     out = PhaseOutcome(phase.name)
     runners = [runner_for(t, lab) for t in phase.tasks]
     out.tasks = list(zip(phase.tasks, runners, strict=True))
@@ -57,7 +57,7 @@ def run_phase(phase: Any, lab: Any, warmup: float, margin: float, exporter: Any,
     hung = [t for t, th in zip(phase.tasks, threads, strict=True) if th.is_alive()]
     if events:
         out.events = schedule.stop()
-        out.restore_failures = lab.links.restore()
+        out.restore_failures = schedule.restore() + lab.links.restore()  # the nodes (unpaused first), then links
         exporter.clear()
     if hung:
         names = ", ".join(f"{t.name} ({t.kind} on {', '.join(t.nodes())})" for t in hung)

@@ -19,10 +19,7 @@ def finish(rundir: Any, plan: Any, rows: list[dict[str, Any]], fault_rows: list[
     rows = sorted(rows, key=lambda r: (int(r["point"][1:]), r["repetition"]))  # measured shuffled, kept in sweep order
     rundir.write_tidy(rows, list(e.sweep), columns)
     if fault_rows:
-        with (rundir.path / "faults.csv").open("w", newline="") as f:
-            w = csv.DictWriter(f, fieldnames=list(fault_rows[0]))
-            w.writeheader()
-            w.writerows(fault_rows)
+        write_faults_csv(rundir.path / "faults.csv", fault_rows)
     measured = {r["point"] for r in rows}
     reasons = invalid + ([] if rows else ["nothing was measured"])
     points = [p for p in plan.points if p.id in measured]
@@ -44,6 +41,16 @@ def finish(rundir: Any, plan: Any, rows: list[dict[str, Any]], fault_rows: list[
     if against:
         print(against, flush=True)
     return bool(summary["valid"])
+
+
+def write_faults_csv(path: Path, fault_rows: list[dict[str, Any]]) -> None:
+    """Every column any row has, in the order they first appear: rows carried on by --resume from a run of an
+    earlier protolab may lack the columns added since (left empty)."""
+    columns = list(dict.fromkeys(k for r in fault_rows for k in r))
+    with path.open("w", newline="") as f:
+        w = csv.DictWriter(f, fieldnames=columns, restval="")
+        w.writeheader()
+        w.writerows(fault_rows)
 
 
 def reference_line(path: Path, references: Path | None = None) -> str:

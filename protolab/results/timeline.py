@@ -2,7 +2,8 @@
 
 From the results folder alone: faults.csv (what happened when) and raw/series.csv (any series whose name
 says it is a delay in seconds: `*rtt_seconds`, `*delay_seconds`, `*latency_seconds`). Links that were down
-are red bands (one lane per link under the latency), step changes dashed lines. Time is seconds since the
+are red bands (one lane per link under the latency), step changes and node events (pause, kill, stress, ...)
+dashed lines. Time is seconds since the
 phase start (the events' unix time minus their actual offset).
 """
 
@@ -42,6 +43,8 @@ def _down_spans(events: Sequence[dict[str, Any]], end: float) -> dict[str, list[
     open_at: dict[str, float] = {}
     for e in sorted(events, key=lambda e: float(e["actual_seconds"])):
         t = float(e["actual_seconds"])
+        if e["action"] not in ("down", "up"):
+            continue  # a step change or a node event: a dashed line, not a lane
         spans.setdefault(e["link"], [])
         if e["action"] == "down":
             open_at.setdefault(e["link"], t)
@@ -108,7 +111,7 @@ def fault_timeline_png(run_dir: Path, labels: dict[str, str] | None = None) -> t
     fig.tight_layout()
     buf = io.BytesIO()
     fig.savefig(buf, format="png")
-    caption = "Fault timeline over latency: red bands = link down, dashed = step change"
+    caption = "Fault timeline over latency: red bands = link down, dashed = step change or node event"
     if not any_latency:
         caption += " (no delay or RTT series in this run's raw/series.csv)"
     if len(groups) > MAX_PANELS:

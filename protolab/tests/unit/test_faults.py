@@ -94,3 +94,99 @@ def test_check_refuses_faults_past_the_phase_end():
     with pytest.raises(ValueError, match=r"at 12s is not before the phase's end \(10s, its longest task\)"):
         late.check(10)
     late.check(12.5)
+
+
+# -- node faults -----------------------------------------------------------------------------------------
+
+
+def _events(fields, phase=10.0):
+    return [(e.at, e.action) for e in Fault.model_validate(fields).events(phase)]
+
+
+def test_node_faults_expand_into_their_start_and_end_inside_the_phase():
+    assert _events({"node": "h2", "at": "2s", "action": "kill"}) == [(2, "kill")]
+    assert _events({"node": "h2", "at": "2s", "action": "kill", "for": "3s"}) == [(2, "kill"), (5, "restart")]
+    assert _events({"node": "h2", "at": "1s", "action": "pause", "for": "1s"}) == [(1, "pause"), (2, "unpause")]
+    assert _events({"node": "h2", "at": "5s", "action": "restart"}) == [(5, "restart")]
+    assert _events({"node": "h2", "at": "2s", "cpu": 0.25, "for": "8s"}) == [(2, "cpu")]  # the phase's restore ends it
+    (cpu,) = Fault.model_validate({"node": "h2", "at": "2s", "cpu": 0.25}).events(10)
+    assert (cpu.name, cpu.node, cpu.link, cpu.cores, cpu.detail) == ("h2", "h2", (), 0.25, "0.25 cores")
+
+
+def test_a_stress_lasts_for_its_for_or_to_the_phase_end():
+    f = Fault.model_validate({"node": "h2", "at": "1s", "stress": {"cpu": 1, "memory": "64MiB"}, "for": "3s"})
+    start, stop = f.events(10)
+    assert (start.action, start.cores, start.memory, start.until) == ("stress", 1.0, 64 * 2**20, 4.0)
+    assert start.detail == "cpu 1, memory 64MiB until 4s" and (stop.at, stop.action) == (4.0, "stress_stop")
+    (alone,) = Fault.model_validate({"node": "h2", "at": "1s", "stress": {"cpu": 0.5}}).events(6)
+    assert (alone.cores, alone.memory, alone.until) == (0.5, None, 6.0)
+
+
+@pytest.mark.parametrize(
+    "fields",
+    [{"node": "h2", "at": "2s", "action": "kill"}, {"node": "h2", "at": "2s", "action": "kill", "for": "1s"},
+     {"node": "h2", "at": "2s", "action": "pause", "for": "20s"}, {"node": "h2", "at": "0s", "stress": {"cpu": 2}},
+     {"node": "h2", "at": "9s", "cpu": 1, "for": "0.5s"}],
+)  # fmt: skip
+def test_event_count_matches_the_expansion_of_node_faults(fields):
+    f = Fault.model_validate(fields)
+    assert f.event_count(10) == len(f.events(10))
+
+
+@pytest.mark.parametrize(
+    ("fields", "message"),
+    [({"at": "1s", "action": "kill"}, "a fault needs what it acts on: `link: [a, b]` or `node: name`"),
+     ({"link": ["h1", "s1"], "node": "h2", "at": "1s", "action": "down"}, "not on both"),
+     ({"node": "h2", "at": "1s"}, "this one has none"),
+     ({"node": "h2", "at": "1s", "action": "pause", "cpu": 0.5}, "this one has `action` and `cpu`"),
+     ({"node": "h2", "at": "1s", "stress": {"cpu": 1}, "cpu": 0.5}, "this one has `stress` and `cpu`"),
+     ({"node": "h2", "at": "1s", "action": "down"}, "action down is a link's (with `link: [a, b]`)"),
+     ({"link": ["h1", "s1"], "at": "1s", "action": "pause"}, "action pause is a node's (with `node: name`)"),
+     ({"link": ["h1", "s1"], "at": "1s", "cpu": 0.5}, "`cpu` is a node fault: give `node: name` instead of `link`"),
+     ({"link": ["h1", "s1"], "at": "1s", "stress": {"cpu": 1}}, "`stress` is a node fault"),
+     ({"node": "h2", "at": "1s", "set": {"loss": "1%"}}, "`set` is a link fault: give `link: [a, b]` instead"),
+     ({"node": "h2", "flap": {"down": "1s", "up": "1s"}}, "`flap` is a link fault"),
+     ({"node": "h2", "action": "kill"}, "`at` is required: when (after the phase start) the kill on h2 happens"),
+     ({"node": "h2", "at": "1s", "action": "kill", "direction": "forward"}, "`direction`: link faults only"),
+     ({"node": "h2", "at": "1s", "action": "restart", "for": "1s"}, "`for` ends a kill (with a restart), a pause"),
+     ({"node": "h2", "at": "1s", "action": "pause", "for": "0s"}, "for must be longer than 0s"),
+     ({"link": ["h1", "s1"], "at": "1s", "action": "down", "for": "1s"}, "`for` belongs to node faults")],
+)  # fmt: skip
+def test_a_fault_is_exactly_one_kind_on_one_target(fields, message):
+    with pytest.raises(ValidationError) as err:
+        Fault.model_validate(fields)
+    assert message in str(err.value), str(err.value)
+
+
+@pytest.mark.parametrize(
+    ("fields", "loc", "message"),
+    [({"node": "h2", "at": "1s", "cpu": 0.001}, ("cpu",), "cpu must be a budget of at least 0.01 cores"),
+     ({"node": "h2", "at": "1s", "stress": {"cpu": -1}}, ("stress", "cpu"), "cpu must be a number of cores"),
+     ({"node": "h2", "at": "1s", "stress": {}}, ("stress",), "a stress needs `cpu`"),
+     ({"node": "h2", "at": "1s", "stress": {"memory": "0B"}}, ("stress", "memory"), "memory must be more than 0B"),
+     ({"node": "h2", "at": "1s", "stress": {"cpu": 1, "disk": 1}}, ("stress", "disk"), "Extra inputs"),
+     ({"node": "h2", "at": "1s", "action": "reboot"}, ("action",), "Input should be"),
+     ({"node": "h2", "at": "1s", "action": "pause", "for": 2}, ("for",), "has no unit")],
+)  # fmt: skip
+def test_node_fault_errors_name_the_field(fields, loc, message):
+    with pytest.raises(ValidationError) as err:
+        Fault.model_validate(fields)
+    (e,) = err.value.errors()
+    assert e["loc"] == loc and message in e["msg"], e
+
+
+def test_check_refuses_a_node_fault_past_the_phase_end_and_describes_it():
+    late = Fault.model_validate({"node": "h2", "at": "12s", "action": "pause"})
+    assert late.describe() == "pause on h2 at 12s"
+    with pytest.raises(ValueError, match=r"at 12s is not before the phase's end"):
+        late.check(10)
+    Fault.model_validate({"node": "h2", "at": "1s", "stress": {"cpu": 1}, "for": "30s"}).check(10)  # ends with it
+
+
+def test_records_say_what_a_fault_acted_on():
+    (node,) = Fault.model_validate({"node": "h2", "at": "1s", "cpu": 0.5}).events(10)
+    (link,) = Fault.model_validate({"link": ["h1", "s1"], "at": "1s", "action": "down"}).events(10)
+    before = ["link", "action", "planned_seconds", "actual_seconds", "timing_error_seconds", "unix_time_seconds"]
+    assert list(link.record())[:7] == [*before, "error"]  # the columns of faults.csv before node faults, in place
+    assert (node.record()["link"], node.record()["target"], node.record()["detail"]) == ("h2", "node", "0.5 cores")
+    assert (link.record()["target"], link.record()["detail"]) == ("link", None)

@@ -96,6 +96,7 @@ FORBIDDEN = {
                          "protolab.workloads", "protolab.impair", "protolab.faults", "protolab.monitor"],
     "protolab.workloads": ["protolab.orchestrator", "protolab.lab", "protolab.spec", "protolab.results"],
     "protolab.linkstate": ["protolab.lab", "protolab.orchestrator"],
+    "protolab.chaos": ["protolab.lab", "protolab.orchestrator", "protolab.spec", "protolab.workloads"],
     "protolab.dockerhost": ["protolab.lab", "protolab.monitor", "protolab.ownership", "protolab.cleanup"],
 }  # fmt: skip
 
