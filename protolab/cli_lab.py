@@ -20,7 +20,7 @@ EXAMPLES = {
     "exec": "protolab exec h1 -- ping -c 3 10.0.3.2\n  protolab exec --all -- ip -br addr",
     "graph": "protolab graph                       # the deployed lab, as dot on stdout\n"
     "  protolab graph triangle --format svg -o triangle.svg\n  protolab graph --format mermaid",
-    "capture": "protolab capture r1-r2 -w r1r2.pcap --count 100\n"
+    "capture": "protolab capture r1-r2 -w r1r2.pcap --count 100 --filter icmp\n"
     "  protolab capture h1:h1-eth0 -w - | wireshark -k -i -",
     "impair": "protolab impair set r1-r2 --delay 135ms --loss 1% --direction forward\n  protolab impair clear r1-r2",
     "check": "protolab check                       # measure every impaired direction now",
@@ -80,10 +80,10 @@ def cmd_exec(a: argparse.Namespace) -> int:
     from . import labctl
 
     cmd = a.cmd[1:] if a.cmd[:1] == ["--"] else a.cmd
+    if a.all and a.node:  # `exec --all -- CMD ...`: argparse took CMD for the node
+        cmd = [a.node, *cmd]
     if not cmd:
         raise SystemExit("protolab exec: give a command after --, e.g. protolab exec h1 -- ip addr")
-    if a.all and a.node:
-        cmd = [a.node, *cmd]
     return labctl.exec_cmd(None if a.all else a.node, cmd, all_nodes=a.all)
 
 
@@ -105,7 +105,7 @@ def cmd_capture(a: argparse.Namespace) -> int:
     from . import labctl
 
     need_root("capture")
-    return labctl.capture(a.link, a.write, a.count, a.seconds, a.filter)
+    return labctl.capture(a.link, a.write, a.count, a.seconds, a.filter.split())
 
 
 def cmd_impair(a: argparse.Namespace) -> int:
@@ -164,7 +164,7 @@ def add_parsers(sub: Any) -> None:
     p.add_argument("-w", "--write", default="-", help="pcap file, or - for stdout (default)")
     p.add_argument("--count", type=int, help="stop after this many packets")
     p.add_argument("--seconds", type=float, help="stop after this long")
-    p.add_argument("filter", nargs="*", help="a tcpdump filter expression, e.g. udp port 3000")
+    p.add_argument("--filter", default="", help="a tcpdump filter expression, e.g. 'udp port 3000'")
     p.set_defaults(fn=cmd_capture)
     p = _parser(sub, "impair", "change a link's impairments on the deployed lab (recorded in its state)")
     p.add_argument("action", choices=["set", "clear"])

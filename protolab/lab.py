@@ -339,13 +339,13 @@ class Lab:
             net.addHost(h.name, cls=container_host, container_pid=self.nodes[h.name].pid, run_id=self.run_id, ip=None)
         names = {h.name: h.name for h in self.topology.hosts}
         assert self.ledger is not None
-        for sw in self.topology.switches:
+        for i, sw in enumerate(self.topology.switches, start=1):
             names[sw.name] = naming.bridge_name(sw.name)
             self.ledger.link(names[sw.name])
             if sw.mode == "hub":
                 self.ledger.link(names[sw.name] + "-ifb")
             net.addSwitch(names[sw.name], cls=bridge, run_id=self.run_id, mode=sw.mode, capacity_bps=sw.capacity_bps,
-                          multicast_snooping=sw.multicast_snooping)  # fmt: skip
+                          multicast_snooping=sw.multicast_snooping, dpid=f"{i:016x}")  # fmt: skip (dpid: any name)
         for lk in self.topology.links:
             params: dict[str, Any] = {}
             if lk.ip1:

@@ -28,8 +28,9 @@ from pathlib import Path
 from typing import Any
 
 import yaml
+from pydantic import ValidationError
 
-from . import naming, ownership, topofile
+from . import naming, ownership, topo, topofile
 from .errors import LabError, ProtolabError, SpecError
 from .model.impairment import Impairment, LinkImpairment
 from .spec import EXPERIMENTS_DIR, NodeSpec, TopologySpec, node_settings
@@ -87,20 +88,28 @@ def prepare(req: Request) -> Prepared:
         if req.params:
             raise SpecError(f"{req.source}: an experiment's topology takes no --param (edit the spec's sweep instead)")
     elif path.suffix in (".yaml", ".yml") or path.exists():
-        ts = TopologySpec.model_validate({"file": req.source}, context={"spec_dir": Path.cwd()})
         if req.params:
             raise SpecError(f"{req.source}: a topology file takes no --param; it is the topology")
+        ts = _topology_spec({"file": req.source}, req.source)
+    elif req.source in topofile.builtin_files() or req.source in topo.load_all().names():
+        ts = _topology_spec({"kind": req.source, "params": req.params}, req.source)
     else:
-        try:
-            ts = TopologySpec.model_validate({"kind": req.source, "params": req.params})
-        except Exception as exc:  # an unknown name lists the known ones
-            raise SpecError(f"{req.source}: not a topology file, topology or experiment: {exc}") from None
+        known = sorted(set(topofile.builtin_files()) | set(topo.load_all().names()))
+        raise SpecError(f"{req.source}: not a topology file, topology or experiment (topologies: {', '.join(known)};"
+                        f" experiments: experiments/*.yaml)")  # fmt: skip
     t = ts.build()
     imps = t.impairments + impairments
     if req.node_filter:
         t, imps = filter_nodes(t, imps, req.node_filter)
     images, cpus, commands = node_settings(t, nodes)
     return Prepared(t.kind, t, images, cpus, commands, imps, ts.describe())
+
+
+def _topology_spec(data: dict[str, Any], where: str) -> TopologySpec:
+    try:
+        return TopologySpec.model_validate(data, context={"spec_dir": Path.cwd()})
+    except ValidationError as exc:
+        raise SpecError("\n".join(e["msg"].removeprefix("Value error, ") for e in exc.errors())) from None
 
 
 def filter_nodes(t: Topology, imps: list[LinkImpairment], patterns: list[str]) -> tuple[Topology, list[LinkImpairment]]:

@@ -68,7 +68,9 @@ def find(name: str, spec_dir: Path | None = None) -> Path:
     in mininet-topologies/ (`triangle` -> mininet-topologies/triangle.yaml)."""
     p = Path(name)
     tries = [p] if p.is_absolute() else [*(d / p for d in (spec_dir, Path.cwd()) if d is not None)]
-    tries += [TOPOLOGY_DIR / p, TOPOLOGY_DIR / f"{name}.yaml"]
+    if not p.is_absolute():
+        tries += [TOPOLOGY_DIR / p, TOPOLOGY_DIR / f"{name}.yaml"]
+    tries = list(dict.fromkeys(tries))
     for t in tries:
         if t.is_file():
             return t
