@@ -344,8 +344,15 @@ class Lab:
             self.ledger.link(names[sw.name])
             if sw.mode == "hub":
                 self.ledger.link(names[sw.name] + "-ifb")
-            net.addSwitch(names[sw.name], cls=bridge, run_id=self.run_id, mode=sw.mode, capacity_bps=sw.capacity_bps,
-                          multicast_snooping=sw.multicast_snooping, dpid=f"{i:016x}")  # fmt: skip (dpid: any name)
+            net.addSwitch(
+                names[sw.name],
+                cls=bridge,
+                run_id=self.run_id,
+                mode=sw.mode,
+                capacity_bps=sw.capacity_bps,
+                multicast_snooping=sw.multicast_snooping,
+                dpid=f"{i:016x}",
+            )  # fmt: skip (dpid: any name)
         for lk in self.topology.links:
             params: dict[str, Any] = {}
             if lk.ip1:
