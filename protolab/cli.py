@@ -211,6 +211,24 @@ def cmd_dashboards(a: argparse.Namespace) -> int:
     return 0
 
 
+EXAMPLES = {  # `protolab CMD --help` ends with these (the lab commands carry theirs in cli_lab)
+    "run": "protolab run smoke --profile quick\n  protolab run experiments/my.yaml --dry-run\n"
+    "  protolab run link-fidelity --resume results/link-fidelity/20261123T154242Z-1f90",
+    "validate": "protolab validate                 # every spec and profile\n  protolab validate smoke link-fidelity",
+    "report": "protolab report results/smoke/20261123T155035Z-ce2b",
+    "reference": "protolab reference update results/smoke/RUN1 results/smoke/RUN2",
+    "compare": "protolab compare results/smoke/RUN            # with experiments/references/smoke/PROFILE.json\n"
+    "  protolab compare results/smoke/RUN results/smoke/OTHER_RUN",
+    "nightly": "protolab nightly                  # every experiment\n  protolab nightly ipmc-groups pps-vs-size",
+    "images": "protolab images\n  protolab images --force",
+    "up": "protolab up                       # prints where Prometheus (and Grafana) answer",
+    "down": "protolab down",
+    "clean": "protolab clean --check           # list what is left, remove nothing\n  protolab clean",
+    "schema": "protolab schema --check",
+    "dashboards": "protolab dashboards --check",
+}
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(
         prog="protolab", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
@@ -250,7 +268,8 @@ def main(argv: list[str] | None = None) -> int:
     cp.add_argument("run", metavar="RUN_DIR")
     cp.add_argument("against", nargs="?", metavar="REFERENCE.json|RUN_DIR2",
                     help="default: experiments/references/EXPERIMENT/PROFILE.json")  # fmt: skip
-    cp.add_argument("--alpha", type=float, default=0.01, help="significance level of Welch's test (0.01)")
+    cp.add_argument("--alpha", type=float, default=0.01,
+                    help="significance level of each cell's q (p adjusted by Benjamini-Hochberg; 0.01)")  # fmt: skip
     cp.add_argument("--threshold", type=float, default=0.05, help="practical threshold, share of the mean (0.05)")
     cp.add_argument("--out", help="folder for compare.md/.html/.json (default RUN_DIR/compare)")
     cp.set_defaults(fn=cmd_compare)
@@ -275,6 +294,9 @@ def main(argv: list[str] | None = None) -> int:
     d.add_argument("--check", action="store_true", help="fail if the committed dashboards are stale")
     d.set_defaults(fn=cmd_dashboards)
     add_parsers(sub)
+    for name, example in EXAMPLES.items():
+        sub.choices[name].epilog = "examples:\n  " + example
+        sub.choices[name].formatter_class = argparse.RawDescriptionHelpFormatter
     a = ap.parse_args(argv)
     logging.basicConfig(
         level=logging.DEBUG if a.verbose else logging.WARNING, format="%(levelname)s %(name)s: %(message)s"

@@ -23,7 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from .. import calibration, dockerhost, environment, guard, impair, monitor, naming, ownership, selfcheck
-from ..errors import EXIT_INTERRUPTED, EXIT_INVALID, EXIT_OK, ImageError, LabError
+from ..errors import EXIT_INTERRUPTED, EXIT_INVALID, EXIT_OK, ImageError, LabError, ProtolabError
 from ..exporter import FaultExporter
 from ..lab import Lab
 from ..live import LiveView, http_query, progress_line
@@ -275,7 +275,21 @@ class ExperimentRun:
                   ledger=self.ledger.scoped(scope))  # fmt: skip
         lab.deploy()
         self.actions += lab.actions
+        self._draw(lab, scope)
         return lab
+
+    def _draw(self, lab: Lab, scope: str) -> None:
+        """labs/<scope>.dot and .svg: the lab as deployed (rates, configured impairments), for the report."""
+        from .. import graph
+
+        out = self.rundir.path / "labs"
+        out.mkdir(exist_ok=True)
+        dot = graph.to_dot(lab.topology, lab.configured, title=f"{lab.topology.kind} ({scope})")
+        (out / f"{scope}.dot").write_text(dot)
+        try:
+            (out / f"{scope}.svg").write_bytes(graph.render(dot, "svg"))
+        except ProtolabError as exc:  # no graphviz here: the .dot stays, the report goes without the drawing
+            log.warning("drawing the lab: %s", exc)
 
     def _targets(self, lab: Lab, points: list[Point], prom: monitor.Prometheus) -> None:
         extra = scrape_ports(points)  # DIS hosts' /metrics

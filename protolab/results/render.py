@@ -132,7 +132,8 @@ def render_all(run_dir: Path) -> list[Path]:
             comparison = load_json(saved)
         except ResultsError as exc:
             problems.append(f"comparison with the reference: {exc}")
-    html = report_html(manifest, summary, tables, plots, sweep, problems, comparison)
+    labs = [(p.stem, p.read_bytes()) for p in sorted((run_dir / "labs").glob("*.svg"))]
+    html = report_html(manifest, summary, tables, plots, sweep, problems, comparison, labs)
     path = run_dir / "report.html"
     path.write_text(html, encoding="utf-8")
     written.append(path)

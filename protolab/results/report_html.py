@@ -193,8 +193,10 @@ def report_html(
     sweep: Sweep,
     problems: Sequence[str] = (),
     comparison: Mapping[str, Any] | None = None,
+    labs: Sequence[tuple[str, bytes]] = (),
 ) -> str:
-    """`comparison`: the run's compare/compare.json (its comparison with the committed reference), if any."""
+    """`comparison`: the run's compare/compare.json (its comparison with the committed reference), if any;
+    `labs`: each deployed lab's drawing (name, SVG), as the run wrote it into labs/."""
     env = Environment(
         loader=FileSystemLoader(str(TEMPLATES)),
         autoescape=True,
@@ -261,5 +263,6 @@ def report_html(
         "spec_yaml": _yaml(spec),
         "problems": list(problems),
         "comparison": _comparison(comparison),
+        "labs": [{"name": n, "src": "data:image/svg+xml;base64," + base64.b64encode(svg).decode()} for n, svg in labs],
     }
     return env.get_template(REPORT_TEMPLATE).render(**ctx)
