@@ -79,6 +79,7 @@ test: images lint unit rules-test go-test fuzz integration ## everything: lint, 
 
 bench: images ## benchmarks (figures, not gates): deploy/teardown per node, impairment apply/clear, linkem pps + added delay, DIS host PDUs/s, converter C_2 msgs/s + added delay
 	$(PY) -m bench.deploy
+	$(PY) -m bench.deploy_floor
 	$(PY) -m bench.impair
 	cd agents && go test -run '^$$' -bench . -benchtime 2s -cpu 2 ./dishost
 	cd agents && go test -run 'AddedDelay' -v -bench . -benchtime 2s -cpu 1 ./converter ./bundle
