@@ -379,12 +379,14 @@ def deploy(req: Request, out: Any = sys.stderr) -> dict[str, Any]:
         raise LabError(f"lab {st['name']} ({st['lab']}) is deployed already: `protolab destroy` first")
     ownership.state_dir().mkdir(parents=True, exist_ok=True)
     hosts = len(p.topology.hosts)
-    print(f"deploying {p.described}: {hosts} containers, {len(p.topology.switches)} bridges, "
-          f"{len(p.topology.links)} links (log: {log_path()})", file=out, flush=True)  # fmt: skip
+    bridges, links = len(p.topology.switches), len(p.topology.links)
+    print(f"deploying {p.described}: {hosts} container{'s' * (hosts != 1)}, {bridges} bridge{'s' * (bridges != 1)}, "
+          f"{links} link{'s' * (links != 1)} (log: {log_path()})", file=out, flush=True)  # fmt: skip
     log = log_path().open("w")
     proc = subprocess.Popen([sys.executable, "-m", "protolab.labctl", json.dumps(req.__dict__)], stdout=log,
                             stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, start_new_session=True,
                             env=os.environ | {"PYTHONUNBUFFERED": "1"})  # fmt: skip
+    log.close()  # the keeper has its own
     t0 = time.monotonic()
     last = ""
     while time.monotonic() - t0 < READY_TIMEOUT:
@@ -394,19 +396,13 @@ def deploy(req: Request, out: Any = sys.stderr) -> dict[str, Any]:
         if proc.poll() is not None:
             tail = "\n".join(line for line in text.splitlines()[-12:] if "bridge-nf-call" not in line)
             raise LabError(f"deploy failed (exit {proc.returncode}):\n{tail}")
-        made = len(ownership.Ledger(_newest_lab_ledger() or "-").entries()) if _newest_lab_ledger() else 0
-        now = f"  {time.monotonic() - t0:.0f}s: {made} objects made"
-        if now != last and int(time.monotonic() - t0) % 5 == 0:
+        now = f"  deploying: {time.monotonic() - t0:.0f}s"
+        if now != last and int(time.monotonic() - t0) % 5 == 4:
             print(now, file=out, flush=True)
             last = now
         time.sleep(0.2)
     proc.terminate()
     raise LabError(f"deploy took longer than {READY_TIMEOUT:.0f}s; stopped (log: {log_path()})")
-
-
-def _newest_lab_ledger() -> str | None:
-    ids = sorted(lg.run_id for lg in ownership.ledgers() if lg.run_id.startswith("lab-"))
-    return ids[-1] if ids else None
 
 
 def destroy() -> list[str]:
