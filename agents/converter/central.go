@@ -211,6 +211,10 @@ func (c *Central) toHostsAdd(m bundle.Mask, p []byte, now time.Time, keep bool) 
 // control handles a host's join or drop.
 func (c *Central) control(ctl bundle.Control, now time.Time) {
 	g, host := int(ctl.Group), int(ctl.Host)
+	if (ctl.Type == bundle.CtlJoin || ctl.Type == bundle.CtlDrop) && g >= bundle.Groups {
+		c.st.Drop(DropControl, 1) // a packet address outside the plan: counted, nothing changed
+		return
+	}
 	if host > c.maxHost {
 		c.maxHost = host
 		if w := bundle.Words(host); w != c.words { // a wider mask from the next bundle on

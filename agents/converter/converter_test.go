@@ -180,6 +180,12 @@ func TestCentralJoinsThroughC1AndDeliversWithoutReflection(t *testing.T) {
 	if st.Dropped[DropUnknown] != 1 || st.Dropped["count"] != 1 {
 		t.Fatalf("dropped %v", st.Dropped)
 	}
+	// a join or drop of a packet address outside the plan (found by FuzzCentralFrom): counted, no panic
+	c.From(controlBundle(bundle.Control{Type: bundle.CtlJoin, Host: 1, Group: bundle.Groups, Seq: 9}), hostAddr(1), now)
+	c.From(controlBundle(bundle.Control{Type: bundle.CtlDrop, Host: 1, Group: 0xffff, Seq: 10}), hostAddr(1), now)
+	if st.Dropped[DropControl] != 2 {
+		t.Fatalf("dropped %v", st.Dropped)
+	}
 }
 
 func TestCentralDropsLowPriorityAbove80Percent(t *testing.T) {

@@ -110,7 +110,7 @@ func RunC1(ctx context.Context, cfg *Config, st *Stats) error {
 				}
 				if addr == bundle.ControlAddr {
 					ctl, err := bundle.ParseControl(p)
-					if err != nil {
+					if err != nil || int(ctl.Group) >= bundle.Groups {
 						st.Drop(DropControl, 1)
 						continue
 					}
