@@ -23,7 +23,8 @@ EXAMPLES = {
     "capture": "protolab capture r1-r2 -w r1r2.pcap --count 100 --filter icmp\n"
     "  protolab capture h1:h1-eth0 -w - | wireshark -k -i -",
     "impair": "protolab impair set r1-r2 --delay 135ms --loss 1% --direction forward\n  protolab impair clear r1-r2",
-    "check": "protolab check                       # measure every impaired direction now",
+    "check": "protolab check                       # measure every impaired direction now\n"
+    "  protolab check --family ipv6          # the same over the nodes' IPv6 addresses",
 }
 
 
@@ -126,10 +127,10 @@ def cmd_impair(a: argparse.Namespace) -> int:
     return 0
 
 
-def cmd_check(_a: argparse.Namespace) -> int:
+def cmd_check(a: argparse.Namespace) -> int:
     from . import labctl
 
-    ans = labctl.request("check")
+    ans = labctl.request("check", family=6 if a.family == "ipv6" else 4)
     for line in ans["lines"] or ["no impaired direction to check (`protolab impair set` adds one)"]:
         print(line)
     return 0 if ans["passed"] else 3
@@ -176,4 +177,6 @@ def add_parsers(sub: Any) -> None:
                           ("duplicate", "1%"), ("reorder", "5%"), ("corrupt", "0.1%")):  # fmt: skip
         p.add_argument(f"--{name}", help=f"e.g. {example}")
     p.set_defaults(fn=cmd_impair)
-    _parser(sub, "check", "run the self-check on the deployed lab now").set_defaults(fn=cmd_check)
+    p = _parser(sub, "check", "run the self-check on the deployed lab now")
+    p.add_argument("--family", choices=["ipv4", "ipv6"], default="ipv4", help="probe the IPv4 or the IPv6 addresses")
+    p.set_defaults(fn=cmd_check)

@@ -24,7 +24,7 @@ from typing import Any
 
 from .errors import ProtolabError
 from .model.impairment import GilbertElliott, Impairment, LinkImpairment
-from .topo import Host, Link, Switch, Topology
+from .topo import Host, Link, Switch, Topology, v6_address
 from .units import format_duration, format_rate, parse_duration, parse_rate
 
 Direction = tuple[str, str]
@@ -210,6 +210,13 @@ def dot_quote(text: str) -> str:
     return '"' + text.replace("\\", "\\\\").replace('"', '\\"').replace("\r", "").replace("\n", "\\n") + '"'
 
 
+def _addresses(topology: Topology, ip: str | None) -> list[str]:
+    """An interface's IPv4 address and, when the lab has IPv6, its twin."""
+    if not ip:
+        return []
+    return [ip, v6_address(ip)] if topology.ipv6 else [ip]
+
+
 def _dot_lines(lines: Iterable[str]) -> str:
     return dot_quote("\n".join(lines))
 
@@ -263,8 +270,8 @@ def to_dot(
             label.append(f'<font color="{MEASURED_COLOUR}">{html.escape(seen)}</font>')
         if label:
             attrs.append(f"label=<{'<br/>'.join(label)}>")
-        attrs.append(f"taillabel={_dot_lines([if1] + ([lk.ip1] if lk.ip1 else []))}")
-        attrs.append(f"headlabel={_dot_lines([if2] + ([lk.ip2] if lk.ip2 else []))}")
+        attrs.append(f"taillabel={_dot_lines([if1, *_addresses(topology, lk.ip1)])}")
+        attrs.append(f"headlabel={_dot_lines([if2, *_addresses(topology, lk.ip2)])}")
         if colour:
             attrs.append(f"color={dot_quote(colour[lk.segment])}")
         out.append(f"  {dot_quote(lk.node1)} -- {dot_quote(lk.node2)} [{', '.join(attrs)}];")
@@ -327,7 +334,7 @@ def to_mermaid(topology: Topology, impairments: Impairments | None = None) -> st
             out.append("  end")
     out += [f"  {decl[n]}" for n in topology.node_names() if n not in member]
     for lk, (if1, if2) in zip(topology.links, _link_interfaces(topology), strict=True):
-        ends = f"{if1}" + (f" {lk.ip1}" if lk.ip1 else "") + f" — {if2}" + (f" {lk.ip2}" if lk.ip2 else "")
+        ends = " ".join([if1, *_addresses(topology, lk.ip1), "—", if2, *_addresses(topology, lk.ip2)])
         label = mermaid_text([*_edge_lines(lk, dirs), ends])
         out.append(f"  {ids[lk.node1]} ---|{label}| {ids[lk.node2]}")
     return "\n".join(out) + "\n"

@@ -64,16 +64,26 @@ def set_ledger(ledger: Any) -> None:
     _ledger = ledger
 
 
+IPTABLES = ("iptables", "ip6tables")  # every rule is made for both families: IPv6 is impaired like IPv4
+
+
 def add_rule(ep: Endpoint, table: str, rule: list[str], insert: bool = False) -> None:
-    """`iptables -A` (or `-I`) in ep's namespace; in the root namespace recorded in the lab's ledger first (a
-    node's own namespace goes with its container)."""
-    entry = _ledger.add("rule", tool="iptables", table=table, rule=rule) if _ledger and ep.pid is None else None
-    try:
-        run(ep.cmd("iptables", "-w", "-t", table, "-I" if insert else "-A", *rule))
-    except CommandError:
-        if entry:
-            _ledger.gone(entry)
-        raise
+    """`iptables -A` (or `-I`) and the same with ip6tables in ep's namespace; in the root namespace recorded in
+    the lab's ledger first (a node's own namespace goes with its container)."""
+    for tool in IPTABLES:
+        entry = _ledger.add("rule", tool=tool, table=table, rule=rule) if _ledger and ep.pid is None else None
+        try:
+            run(ep.cmd(tool, "-w", "-t", table, "-I" if insert else "-A", *rule))
+        except CommandError:
+            if entry:
+                _ledger.gone(entry)
+            raise
+
+
+def delete_rule(ep: Endpoint, table: str, rule: list[str], check: bool = True) -> None:
+    """`iptables -D` and `ip6tables -D` of a rule add_rule made."""
+    for tool in IPTABLES:
+        run(ep.cmd(tool, "-w", "-t", table, "-D", *rule), check=check)
 
 
 def ifb_for(ep: Endpoint) -> Endpoint:
@@ -279,7 +289,7 @@ class Linkem:
             raise RuntimeError(f"protolab-linkem {self.name}: /config refused ({status}): {text[:300]}")
 
     def stop(self) -> None:
-        run(self.receiver.cmd("iptables", "-w", "-t", "raw", "-D", *self.rule), check=False)
+        delete_rule(self.receiver, "raw", self.rule, check=False)
         self._end()
         Linkem._running.pop(self.receiver, None)
 
@@ -301,12 +311,13 @@ def clear(sender: Endpoint, receiver: Endpoint) -> None:
     run(sender.cmd("tc", "qdisc", "del", "dev", sender.intf, "root"), check=False)
     run(receiver.cmd("tc", "qdisc", "del", "dev", receiver.intf, "ingress"), check=False)
     run(receiver.cmd("ip", "link", "del", ifb_for(receiver).intf), check=False)
-    for table in ("mangle", "raw"):
-        rules = run(receiver.cmd("iptables", "-w", "-t", table, "-S", "PREROUTING"), check=False).splitlines()
-        for rule in rules:
-            words = rule.split()
-            if naming.IMPAIR_COMMENT in words and receiver.intf in words and words[0] == "-A":
-                run(receiver.cmd("iptables", "-w", "-t", table, "-D", *words[1:]), check=False)
+    for tool in IPTABLES:
+        for table in ("mangle", "raw"):
+            rules = run(receiver.cmd(tool, "-w", "-t", table, "-S", "PREROUTING"), check=False).splitlines()
+            for rule in rules:
+                words = rule.split()
+                if naming.IMPAIR_COMMENT in words and receiver.intf in words and words[0] == "-A":
+                    run(receiver.cmd(tool, "-w", "-t", table, "-D", *words[1:]), check=False)
 
 
 class NetemBackend(Backend):
@@ -349,7 +360,7 @@ class FallbackBackend(Backend):
     USERSPACE = ("delay", "jitter", "loss_model", "duplicate", "reorder", "corrupt", "ber")
 
     def available(self) -> tuple[bool, str]:
-        for tool in (["tc", "-V"], ["iptables", "-V"]):
+        for tool in (["tc", "-V"], *([t, "-V"] for t in IPTABLES)):
             try:
                 run(tool)
             except CommandError as exc:
@@ -397,7 +408,7 @@ class FallbackBackend(Backend):
         if new.loss:
             add_rule(receiver, "mangle", self._loss_rule(receiver, new.loss), insert=True)
         if old.loss:
-            run(receiver.cmd("iptables", "-w", "-t", "mangle", "-D", *self._loss_rule(receiver, old.loss)))
+            delete_rule(receiver, "mangle", self._loss_rule(receiver, old.loss))
         return True
 
 

@@ -14,6 +14,7 @@ capacity is shared by all ports and both directions).
 from __future__ import annotations
 
 import contextlib
+import ipaddress
 import logging
 import os
 import pty
@@ -28,7 +29,7 @@ from typing import Any
 import docker
 import docker.errors
 
-from . import dockerhost, firewall, impair, naming, ownership
+from . import dockerhost, firewall, impair, naming, ownership, topo
 from .errors import ExecTimeoutError, LabError, ProtolabError
 from .impair import Endpoint
 from .linkstate import LinkState
@@ -173,6 +174,20 @@ def _disable_ipv6(intf: str, netns_pid: int | None = None) -> None:
     run(cmd, check=False)
 
 
+def _node_sysctls(forwarding: bool, ipv6: bool) -> dict[str, str]:
+    """A node's IP settings. With IPv6 on, addresses are static (no DAD, RAs or solicitations: the data plane
+    carries only what workloads send, and MLD when groups are joined); off, IPv6 is disabled outright."""
+    fwd = "1" if forwarding else "0"
+    out = {"net.ipv4.ip_forward": fwd}
+    for scope in ("all", "default"):
+        out[f"net.ipv6.conf.{scope}.disable_ipv6"] = "0" if ipv6 else "1"
+        if ipv6:
+            for key, value in (("accept_dad", "0"), ("accept_ra", "0"), ("router_solicitations", "0"),
+                               ("forwarding", fwd)):  # fmt: skip
+                out[f"net.ipv6.conf.{scope}.{key}"] = value
+    return out
+
+
 @dataclass
 class NodeRuntime:
     name: str
@@ -301,8 +316,7 @@ class Lab:
                 cap_add=CAPABILITIES,
                 labels={naming.LABEL: "true", naming.RUN_LABEL: self.run_id, naming.NODE_LABEL: host.name,
                         naming.ROLE_LABEL: host.role},
-                sysctls={"net.ipv6.conf.all.disable_ipv6": "1", "net.ipv6.conf.default.disable_ipv6": "1",
-                         "net.ipv4.ip_forward": "1" if host.forwarding else "0"},
+                sysctls=_node_sysctls(host.forwarding, self.topology.ipv6),
             )  # fmt: skip
             cpus = self.cpus.get(host.name)
             if cpus:
@@ -408,27 +422,48 @@ class Lab:
         return self.links.shaped_interfaces if self.links else set()
 
     def _configure_hosts(self) -> None:
-        for h in self.topology.hosts:
+        t = self.topology
+        v6: dict[str, list[str]] = {h.name: [] for h in t.hosts}  # node -> `ip -6 addr` commands
+        if t.ipv6:
+            for lk in t.links:
+                for end, (n, ip) in enumerate(((lk.node1, lk.ip1), (lk.node2, lk.ip2))):
+                    if ip and n in v6:
+                        intf = self.link_ends[(lk.node1, lk.node2)][end].intf
+                        v6[n].append(f"ip -6 addr add {topo.v6_address(ip)} dev {intf} nodad")
+        for h in t.hosts:
             mn = self.net.get(h.name)
             data = [i.name for i in mn.intfList() if i.name != "lo"]
             for intf in data:
                 _frames_not_superpackets(intf, mn)
-            cmds = ["ip route del default 2>/dev/null"]  # lab traffic can never leave through management
+            cmds = ["ip route del default 2>/dev/null", "ip -6 route del default 2>/dev/null"]  # never via mgmt
             for dst, gw in h.routes:
                 cmds.append(f"ip route replace {dst} via {gw}")
             if data:
                 cmds.append(f"ip route replace {MULTICAST_PREFIX} dev {data[0]}")
+            routes6 = t.routes6(h) if t.ipv6 else []
+            cmds += v6[h.name] + [f"ip -6 route replace {dst} via {gw}" for dst, gw in routes6]
             for c in cmds:
                 mn.cmd(c)
-            if h.routes:
-                out = mn.cmd("ip route show")
-                for dst, _gw in h.routes:
+            for family, wanted in (("-4", h.routes), ("-6", routes6)):
+                out = mn.cmd(f"ip {family} route show") if wanted else ""
+                for dst, _gw in wanted:
                     if dst not in out:
                         raise LabError(f"{h.name}: route to {dst} missing after configuration:\n{out}")
+            if v6[h.name]:
+                out = mn.cmd("ip -6 addr show scope global")
+                for c in v6[h.name]:
+                    if c.split()[4].split("/")[0] not in out:
+                        raise LabError(f"{h.name}: address {c.split()[4]} missing after configuration:\n{out}")
 
     # -- use -------------------------------------------------------------------------------------
-    def ip(self, node: str, intf: int = 0) -> str:
-        return self.net.get(node).intfList()[intf].IP()
+    def ip(self, node: str, intf: int = 0, family: int = 4) -> str:
+        """A node's address on its intf-th data interface: IPv4, or (family 6) its IPv6 twin."""
+        i = self.net.get(node).intfList()[intf]
+        if family == 4:
+            return i.IP()
+        if not self.topology.ipv6:
+            raise LabError(f"{node}: this lab has no IPv6 (its topology says ipv6: false)")
+        return str(ipaddress.ip_interface(topo.v6_address(f"{i.IP()}/{i.prefixLen}")).ip)
 
     def exec(self, node: str, cmd: list[str], timeout: float | None = None) -> tuple[int, str, str]:
         """Run a command inside the node's container (its filesystem and cgroup); wait for it, at most

@@ -141,7 +141,8 @@ def _link_rows(t: Topology) -> list[dict[str, Any]]:
         for n, ip in ((lk.node1, lk.ip1), (lk.node2, lk.ip2)):
             k = count.get(n, 0)
             count[n] = k + 1
-            ends.append({"node": n, "interface": intfs[n][k], "address": ip})
+            v6 = topo.v6_address(ip) if ip and t.ipv6 else None
+            ends.append({"node": n, "interface": intfs[n][k], "address": ip, "address6": v6})
         rows.append({"link": [lk.node1, lk.node2], "rate_bps": lk.rate_bps, "segment": lk.segment, "ends": ends})
     return rows
 
@@ -165,7 +166,8 @@ class Keeper:
             "deployed_at": self.deployed_at, "deploy_seconds": self.deploy_seconds,
             "nodes": [{"name": h.name, "role": h.role, "image": lab.images[h.name], "cpus": lab.cpus.get(h.name),
                        "container": naming.container_name(h.name), "pid": lab.nodes[h.name].pid,
-                       "mgmt_ip": lab.nodes[h.name].mgmt_ip, "routes": [list(r) for r in h.routes]}
+                       "mgmt_ip": lab.nodes[h.name].mgmt_ip, "routes": [list(r) for r in h.routes],
+                       "routes6": [list(r) for r in t.routes6(h)] if t.ipv6 else []}
                       for h in t.hosts],
             "bridges": [{"name": s.name, "mode": s.mode, "capacity_bps": s.capacity_bps} for s in t.switches],
             "links": _link_rows(t),
@@ -174,7 +176,7 @@ class Keeper:
                             for (a, b), (imp, at) in sorted(lab.configured.items())],
             "cut": [list(k) for k in sorted(lab.links.cut)] if lab.links else [],
             "checks": self.checks, "events": self.events,
-            "topology": {"kind": t.kind, "source": t.source},
+            "topology": {"kind": t.kind, "source": t.source, "ipv6": t.ipv6},
         }  # fmt: skip
 
     def write_state(self, status: str = "up") -> None:
@@ -222,7 +224,7 @@ class Keeper:
             if op == "impair":
                 return self._impair(req)
             if op == "check":
-                return self._check()
+                return self._check(int(req.get("family", 4)))
             if op == "destroy":
                 self.done = True
                 return {"ok": True, "failures": self.teardown()}
@@ -263,11 +265,11 @@ class Keeper:
         self.write_state()
         return {"ok": True, "configured": self.state()["impairments"]}
 
-    def _check(self) -> dict[str, Any]:
+    def _check(self, family: int = 4) -> dict[str, Any]:
         from . import selfcheck
 
         lines: list[str] = []
-        results = selfcheck.run_all(self.lab, log=lines.append)
+        results = selfcheck.run_all(self.lab, log=lines.append, family=family)
         self.checks = [{"at": dt.datetime.now(dt.UTC).isoformat(timespec="seconds"), **r} for r in results]
         self.write_state()
         return {"ok": True, "results": results, "lines": lines, "passed": all(r["passed"] for r in results)}
@@ -509,7 +511,8 @@ def inspect_text(st: dict[str, Any]) -> str:
     for row in st["links"]:
         for e in row["ends"]:
             if e["address"]:
-                addrs.setdefault(e["node"], []).append(f"{e['interface']} {e['address']}")
+                v6 = f" {e['address6']}" if e.get("address6") else ""
+                addrs.setdefault(e["node"], []).append(f"{e['interface']} {e['address']}{v6}")
     for n in st["nodes"]:
         cpu = f", {n['cpus']} cores" if n["cpus"] else ""
         lines.append(f"  {n['name']:<10} {n['role']:<8} {n['image']}{cpu}  {'; '.join(addrs.get(n['name'], []))}")

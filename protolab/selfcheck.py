@@ -20,6 +20,7 @@ The result goes into manifest.json (per deployment) and every miss into summary.
 
 from __future__ import annotations
 
+import ipaddress
 import json
 import math
 import statistics
@@ -32,6 +33,7 @@ from . import impair
 from .impair import Endpoint
 from .model.impairment import Impairment
 from .shell import run
+from .topo import v6_address
 from .workloads.iperf3 import Iperf3Task
 from .workloads.iperf3_runner import Iperf3Runner
 from .workloads.ping_runner import parse as parse_ping
@@ -68,8 +70,9 @@ def _ip_on(link: Any, node: str) -> str | None:
     return ip.split("/")[0] if ip else None
 
 
-def plan(topology: Any, direction: tuple[str, str], impaired: set[tuple[str, str]]) -> ProbePath | str:
-    """A probe pair whose forward path crosses `direction`, or why there is none."""
+def plan(topology: Any, direction: tuple[str, str], impaired: set[tuple[str, str]], family: int = 4) -> ProbePath | str:
+    """A probe pair whose forward path crosses `direction` (to the destination's IPv4 address, or with family 6
+    its IPv6 twin), or why there is none."""
     a, b = direction
     hosts = {h.name for h in topology.hosts}
     links = {(lk.node1, lk.node2): lk for lk in topology.links} | {(lk.node2, lk.node1): lk for lk in topology.links}
@@ -98,6 +101,10 @@ def plan(topology: Any, direction: tuple[str, str], impaired: set[tuple[str, str
         if not near:
             return f"no host on {a} in the subnet of {dst_ip}"
         src, head = near[0], [(near[0], a)]
+    if family == 6:
+        if not topology.ipv6:
+            return "the topology has no IPv6 (ipv6: false)"
+        dst_ip = str(ipaddress.ip_interface(v6_address(topology.addresses()[dst_ip])).ip)
     return ProbePath(direction, src, dst, dst_ip, [*head, (a, b), *tail])
 
 
@@ -275,13 +282,14 @@ def check_direction(lab: Any, p: ProbePath, want: Expected) -> dict[str, Any]:
     return out
 
 
-def run_all(lab: Any, log: Any = print) -> list[dict[str, Any]]:
-    """Probe every direction the spec impairs; one result per direction (probed or not, and why)."""
+def run_all(lab: Any, log: Any = print, family: int = 4) -> list[dict[str, Any]]:
+    """Probe every direction the spec impairs, over IPv4 or (family 6) IPv6; one result per direction (probed or
+    not, and why)."""
     dirs = list(dict.fromkeys(d for item in lab.impairments for d in item.directions()))
     spec_rated = {d for item in lab.impairments if item.rate for d in item.directions()}
     results = []
     for d in dirs:
-        p = plan(lab.topology, d, set(dirs))
+        p = plan(lab.topology, d, set(dirs), family)
         if isinstance(p, str):
             results.append({"from": d[0], "to": d[1], "passed": True, "skipped": p, "failures": []})
             log(f"self-check {d[0]}->{d[1]}: not probed ({p})")

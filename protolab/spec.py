@@ -61,6 +61,11 @@ class TopologySpec(Strict):
     define: TopologyDef | None = Field(
         None, description="the topology itself; written inline as topology: {nodes, links, segments}, or read from file"
     )
+    ipv6: bool | None = Field(
+        None,
+        description="IPv6 beside IPv4 on every lab interface (fd00:: twins of the IPv4 addresses); "
+        "null: the topology file's setting, else true",
+    )
 
     @model_validator(mode="before")
     @classmethod
@@ -113,12 +118,15 @@ class TopologySpec(Strict):
     def build(self) -> topo.Topology:
         """The topology this spec names, resolved (a generator's output, or the file's nodes, links, segments)."""
         if self.define is None:
-            return topo.build(self.kind or "", self.params)
-        try:
-            t = topofile.resolve(self.define, self.file or "topology")
-        except SpecError as exc:
-            raise ValueError(str(exc)) from None
-        t.source = self.file
+            t = topo.build(self.kind or "", self.params)
+        else:
+            try:
+                t = topofile.resolve(self.define, self.file or "topology")
+            except SpecError as exc:
+                raise ValueError(str(exc)) from None
+            t.source = self.file
+        if self.ipv6 is not None:
+            t.ipv6 = self.ipv6
         return t
 
 
@@ -293,6 +301,9 @@ class Experiment(Strict):
                 for n in task.nodes():
                     if n not in hosts:
                         raise ValueError(f"phase {phase.name}, task {task.name}: {n!r} is not a host ({sorted(hosts)})")
+                if task.address_family() == 6 and not t.ipv6:
+                    raise ValueError(f"phase {phase.name}, task {task.name}: family ipv6, but the topology has "
+                                     "ipv6: false")  # fmt: skip
         linked = {(lk.node1, lk.node2) for lk in t.links} | {(lk.node2, lk.node1) for lk in t.links}
         hubs = {sw.name for sw in t.switches if sw.mode == "hub"}
         for i, imp in enumerate(self.impairments):

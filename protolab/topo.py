@@ -12,6 +12,7 @@ prefixed with `plab-` (see `protolab.naming`), which is how `protolab clean` fin
 from __future__ import annotations
 
 import importlib.util
+import ipaddress
 import sys
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -75,6 +76,7 @@ class Topology:
     links: list[Link] = field(default_factory=list)
     impairments: list[LinkImpairment] = field(default_factory=list)  # from a topology file, per link direction
     source: str | None = None  # the file it was read from (None: a generator or inline)
+    ipv6: bool = True  # every addressed interface also gets its IPv4 address's IPv6 twin (v6_address)
 
     def host(self, name: str) -> Host:
         for h in self.hosts:
@@ -93,6 +95,16 @@ class Topology:
                 out[n].append(f"{n}-eth{len(out[n])}")
         return out
 
+    def addresses(self) -> dict[str, str]:
+        """Every IPv4 address of a container (no prefix) -> the same with its prefix, e.g. '10.0.1.1/24'."""
+        return {str(ipaddress.ip_interface(ip).ip): ip for lk in self.links for ip in (lk.ip1, lk.ip2) if ip}
+
+    def routes6(self, host: Host) -> list[tuple[str, str]]:
+        """The IPv6 twins of a host's routes (those whose gateway is a lab address; others have no twin)."""
+        known = self.addresses()
+        return [(v6_network(dst), str(ipaddress.ip_interface(v6_address(known[gw])).ip))
+                for dst, gw in host.routes if gw in known]  # fmt: skip
+
     def validate(self) -> None:
         names = self.node_names()
         dup = {n for n in names if names.count(n) > 1}
@@ -102,6 +114,38 @@ class Topology:
             for n in (link.node1, link.node2):
                 if n not in names:
                     raise ValueError(f"topology {self.kind}: link {link.node1}-{link.node2} names unknown node {n}")
+
+
+V6_PREFIX = 0xFD00  # ULA: fd00::/8, global id 0 -- a lab's addresses never leave the machine
+V6_PREFIXLEN = 80
+
+
+def _group(octet: int) -> int:
+    """An IPv4 octet written as an IPv6 group with the same digits: 10 -> 0x10, 254 -> 0x254."""
+    return int(str(octet), 16)
+
+
+def v6_network(prefix4: str) -> str:
+    """The IPv6 twin of an IPv4 subnet: 10.0.1.0/24 -> fd00:10:0:1::/80 (the network's octets, digit for digit)."""
+    net = ipaddress.ip_network(prefix4, strict=False)
+    if net.version != 4 or net.prefixlen < 8:
+        raise ValueError(f"{prefix4}: an IPv6 twin is derived from an IPv4 prefix of /8 or longer")
+    value = V6_PREFIX << 112
+    for i, octet in enumerate(net.network_address.packed):
+        value |= _group(octet) << (96 - 16 * i)
+    return f"{ipaddress.IPv6Address(value)}/{V6_PREFIXLEN}"
+
+
+def v6_address(cidr4: str) -> str:
+    """The IPv6 twin of an IPv4 interface address: 10.0.1.2/24 -> fd00:10:0:1::2/80, 10.0.9.5/30 ->
+    fd00:10:0:9:4::5/80; its host octets (those past the prefix's whole octets) are the low groups."""
+    iface = ipaddress.ip_interface(cidr4)
+    net = ipaddress.IPv6Network(v6_network(str(iface.network)))
+    host = iface.ip.packed[iface.network.prefixlen // 8 :]
+    value = int(net.network_address)
+    for i, octet in enumerate(reversed(host)):
+        value |= _group(octet) << (16 * i)
+    return f"{ipaddress.IPv6Address(value)}/{V6_PREFIXLEN}"
 
 
 class TopologyParams(BaseModel):

@@ -125,7 +125,7 @@ class _Resolver:
         d = self.d
         self._check_names()
         links = self._links()
-        t = Topology(d.name)
+        t = Topology(d.name, ipv6=d.ipv6)
         for name, nd in d.nodes.items():
             if nd.kind in ("host", "router"):
                 t.hosts.append(Host(name, role=nd.role or nd.kind, image=nd.image, cpus=nd.cpus,

@@ -13,7 +13,9 @@
         impairments: {forward: {delay: 135ms}, reverse: {delay: 135ms, loss: 1%}}
 
 Addresses not given are assigned (each segment and each point-to-point link a /24 of 10.0.0.0/8, hosts numbered
-in order); routes between subnets are added along the shortest path through routers. protolab.topofile turns
+in order); with `ipv6: true` (the default) every address also has an IPv6 twin with the same digits
+(10.0.1.2/24 -> fd00:10:0:1::2/80, protolab.topo.v6_address) and every route its twin. Routes between subnets
+are added along the shortest path through routers. protolab.topofile turns
 this model into the same `Topology` the built-in generators make, so both are validated and built alike.
 """
 
@@ -42,6 +44,8 @@ def _cidr(v: str | None) -> str | None:
         raise ValueError(f"{v!r} is not an address with a prefix length, e.g. 10.0.1.1/24") from None
     if "/" not in v:
         raise ValueError(f"{v!r} needs a prefix length, e.g. {v}/24")
+    if iface.version != 4:
+        raise ValueError(f"{v!r}: give the IPv4 address; its IPv6 twin is derived (10.0.1.1/24 -> fd00:10:0:1::1/80)")
     if iface.ip == iface.network.network_address and iface.network.prefixlen < iface.max_prefixlen - 1:
         raise ValueError(f"{v!r} is its network's own address; give a host address")
     return v
@@ -169,6 +173,7 @@ class TopologyDef(Strict):
     nodes: dict[str, NodeDef] = Field(..., min_length=1, description="name -> node; names as h1, r1, s1")
     links: list[LinkDef] = Field(default_factory=list)
     segments: list[SegmentDef] = Field(default_factory=list)
+    ipv6: bool = Field(True, description="every interface also gets the IPv6 twin of its IPv4 address (fd00::/8)")
 
     @field_validator("nodes")
     @classmethod

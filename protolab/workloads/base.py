@@ -36,6 +36,10 @@ class TaskModel(BaseModel):
         """Tidy columns this task produces (`<task>_<quantity>_<unit>`)."""
         raise NotImplementedError
 
+    def address_family(self) -> int:
+        """4 or 6: which of the lab's addresses the task sends to (a lab without IPv6 refuses 6)."""
+        return 4
+
     def scrape_ports(self) -> dict[str, list[int]]:
         """Ports of the task's processes with their own /metrics, per node ("*": every node)."""
         return {}
@@ -51,7 +55,7 @@ class LabAPI(Protocol):
 
     def exec(self, node: str, cmd: list[str], timeout: float | None = None) -> tuple[int, str, str]: ...
 
-    def ip(self, node: str, intf: int = 0) -> str: ...
+    def ip(self, node: str, intf: int = 0, family: int = 4) -> str: ...
 
 
 T = TypeVar("T", bound=TaskModel)

@@ -27,6 +27,7 @@ class Iperf3Task(TaskModel):
     length: Bytes | None = Field(None, description="UDP datagram / TCP write size in bytes")
     port: int = Field(5201, ge=1024, le=65535)
     overdrive: float = Field(1.0, ge=0.1, le=10, description="offer rate x this (e.g. 1.2 to saturate a shaper)")
+    family: Literal["ipv4", "ipv6"] = Field("ipv4", description="send to the server's IPv4 address or its IPv6 twin")
 
     @model_validator(mode="after")
     def _udp_needs_rate(self) -> Iperf3Task:
@@ -35,6 +36,9 @@ class Iperf3Task(TaskModel):
         if self.client == self.server:
             raise ValueError("client and server are the same host")
         return self
+
+    def address_family(self) -> int:
+        return 6 if self.family == "ipv6" else 4
 
     def nodes(self) -> list[str]:
         return [self.client, self.server]

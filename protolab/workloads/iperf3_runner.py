@@ -83,7 +83,8 @@ class Iperf3Runner(WorkloadRunner[Iperf3Task]):
 
     def run(self) -> None:
         t = self.task
-        cmd = ["iperf3", "-c", self.address or self.lab.ip(t.server), "-p", str(t.port), "-t", f"{t.duration:g}", "-J"]
+        server = self.address or self.lab.ip(t.server, family=t.address_family())
+        cmd = ["iperf3", "-c", server, "-p", str(t.port), "-t", f"{t.duration:g}", "-J"]
         if t.protocol == "udp":
             cmd += ["-u"]
         if t.rate is not None:

@@ -30,6 +30,7 @@ class PingTask(TaskModel):
     interval: Seconds = Field(0.01, description="between requests, at least 2ms (e.g. '10ms')")
     size: Bytes = Field(56, description="ICMP payload bytes (ping -s)")
     timeout: Seconds = Field(2.0, description="how long to wait for the last replies")
+    family: Literal["ipv4", "ipv6"] = Field("ipv4", description="send to the server's IPv4 address or its IPv6 twin")
 
     @model_validator(mode="after")
     def _sane(self) -> PingTask:
@@ -43,6 +44,9 @@ class PingTask(TaskModel):
 
     def count(self) -> int:
         return max(1, round(self.duration / self.interval))
+
+    def address_family(self) -> int:
+        return 6 if self.family == "ipv6" else 4
 
     def nodes(self) -> list[str]:
         return [self.client, self.server]

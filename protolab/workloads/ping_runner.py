@@ -138,7 +138,8 @@ class PingRunner(WorkloadRunner[PingTask]):
         # -U: user-to-user RTT. The kernel's receive timestamp is taken before netfilter, so a delay the
         # fallback emulates where packets arrive (NFQUEUE) would be invisible to it.
         cmd = ["ping", "-U", "-D", "-n", "-c", str(t.count()), "-i", f"{t.interval:g}"]
-        cmd += ["-s", str(t.size), "-W", f"{max(1, math.ceil(t.timeout))}", self.lab.ip(t.server)]
+        server = self.lab.ip(t.server, family=t.address_family())
+        cmd += ["-s", str(t.size), "-W", f"{max(1, math.ceil(t.timeout))}", server]
         code, out, err = self.lab.exec(t.client, cmd)
         self.output = out
         if code not in (0, 1):  # 1: some requests unanswered, which is a measurement, not an error

@@ -14,7 +14,7 @@ from protolab.errors import ProtolabError
 from protolab.impair import Backend, Endpoint
 from protolab.linkstate import LinkState
 from protolab.model.impairment import Impairment, LinkImpairment
-from protolab.topo import Host, Link, Switch, Topology, build
+from protolab.topo import Host, Link, Switch, Topology, build, v6_address
 from protolab.units import format_rate
 
 needs_dot = pytest.mark.skipif(shutil.which("dot") is None, reason="Graphviz's dot is not installed")
@@ -83,7 +83,11 @@ def test_interface_labels_are_the_topologys_interfaces(name):
     assert seen == linked
     lk = t.links[0]
     tail = _attr(_edges(graph.to_dot(t))[0][2], "taillabel")
-    assert tail == f"{t.interfaces()[lk.node1][0]}\n{lk.ip1}"  # the address under the interface name
+    # the addresses under the interface name: IPv4, then its IPv6 twin (when the lab has IPv6)
+    assert tail == f"{t.interfaces()[lk.node1][0]}\n{lk.ip1}\n{v6_address(lk.ip1)}"
+    t.ipv6 = False
+    tail = _attr(_edges(graph.to_dot(t))[0][2], "taillabel")
+    assert tail == f"{t.interfaces()[lk.node1][0]}\n{lk.ip1}"
 
 
 def test_hub_switch_and_router_shapes():
@@ -161,7 +165,8 @@ def test_impairments_in_every_shape_give_the_same_labels():
     assert got[("h2", "s1")] == "100 Mbit/s<br/>s1→h2: rate 5 Mbit/s"
     assert got[("h3", "s1")] == "100 Mbit/s"
     mermaid = graph.to_mermaid(t, configured)
-    assert '"100 Mbit/s<br/>h1↔s1: delay 10 ms, loss 1 %<br/>h1-eth0 10.0.1.1/24 — s1-eth0"' in mermaid
+    ends = "h1-eth0 10.0.1.1/24 fd00:10:0:1::1/80 — s1-eth0"
+    assert f'"100 Mbit/s<br/>h1↔s1: delay 10 ms, loss 1 %<br/>{ends}"' in mermaid
 
 
 def test_impairment_or_measurement_on_a_missing_link_is_refused():

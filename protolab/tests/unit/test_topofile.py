@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import ipaddress
 import textwrap
 from pathlib import Path
 
@@ -97,6 +98,7 @@ def test_given_addresses_are_kept_and_assigned_ones_avoid_them(tmp_path):
         ("nodes: {h1: {}, h2: {}}\nlinks: [{endpoints: [h1, h2], addresses: [10.0.0.1, null]}]", "needs a prefix"),
         ("nodes: {h1: {}, h2: {}}\nlinks: [{endpoints: [h1, h2], impairments: {both: {loss: 2}}}]", "percentage"),
         ("nodes: {h1: {}}\nlinks: [{endpoints: [h1, h1]}]", "two different nodes"),
+        ("nodes: {h1: {}, h2: {}}\nlinks: [{endpoints: [h1, h2], addresses: [fd00::1/64, null]}]", "IPv6 twin"),
     ],
 )
 def test_bad_topologies_are_refused_naming_the_file_and_field(tmp_path, body, says):
@@ -149,3 +151,54 @@ def test_a_spec_entry_for_a_node_overrides_the_file_and_errors_point_at_the_topo
         spec.load(_spec(tmp_path, "{file: nowhere.yaml}"))
     with pytest.raises(SpecError, match="only a generator kind takes params"):
         spec.load(_spec(tmp_path, "{file: mine.yaml, params: {hosts: 3}}"))
+
+
+@pytest.mark.parametrize(
+    "v4, v6",
+    [
+        ("10.0.1.2/24", "fd00:10:0:1::2/80"),
+        ("10.0.1.254/24", "fd00:10:0:1::254/80"),
+        ("10.0.9.5/30", "fd00:10:0:9:4::5/80"),  # a /30's network octet keeps two /30s apart
+        ("10.0.9.1/30", "fd00:10:0:9:0::1/80"),
+        ("192.168.3.7/16", "fd00:192:168::3:7/80"),
+        ("10.1.2.3/8", "fd00:10::1:2:3/80"),
+    ],
+)
+def test_ipv6_twins_keep_the_ipv4_digits(v4, v6):
+    twin = ipaddress.ip_interface(topo.v6_address(v4))
+    assert twin == ipaddress.ip_interface(v6)
+    assert twin.network == ipaddress.ip_network(topo.v6_network(str(ipaddress.ip_interface(v4).network)))
+
+
+def test_twins_of_distinct_subnets_are_distinct_and_routes_have_twins():
+    t = topofile.load(topofile.find("triangle"))
+    nets = {topo.v6_network(ip) for lk in t.links for ip in (lk.ip1, lk.ip2) if ip}
+    assert len(nets) == len({ipaddress.ip_interface(ip).network for lk in t.links for ip in (lk.ip1, lk.ip2) if ip})
+    assert t.ipv6
+    assert sorted(t.routes6(t.host("h1"))) == [("fd00:10:0:2::/80", "fd00:10:0:1::3"),
+                                               ("fd00:10:0:3::/80", "fd00:10:0:1::3")]  # fmt: skip
+    with pytest.raises(ValueError, match="/8 or longer"):
+        topo.v6_network("10.0.0.0/7")
+
+
+def test_ipv6_is_on_by_default_and_a_spec_or_file_turns_it_off(tmp_path):
+    assert spec.load(_spec(tmp_path, "{kind: triangle}")).points[0].experiment.topology.build().ipv6
+    off = spec.load(_spec(tmp_path, "{kind: hub, params: {hosts: 2}, ipv6: false}")).points[0].experiment
+    assert not off.topology.build().ipv6
+    inline = "{nodes: {h1: {}, h2: {}}, links: [{endpoints: [h1, h2]}], ipv6: false}"
+    assert not spec.load(_spec(tmp_path, inline)).points[0].experiment.topology.build().ipv6
+    path = _write(
+        tmp_path,
+        """
+        name: t
+        description: an IPv6 ping on a lab without IPv6
+        seed: {reproduces: none}
+        topology: {kind: hub, params: {hosts: 2}, ipv6: false}
+        phases:
+          - name: p
+            tasks: [{kind: ping, name: p, client: h1, server: h2, interval: 10ms, duration: 1s, family: ipv6}]
+        """,
+        "v6.yaml",
+    )
+    with pytest.raises(SpecError, match="family ipv6, but the topology has ipv6: false"):
+        spec.load(path)
