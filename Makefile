@@ -65,6 +65,7 @@ fuzz: ## run every Go fuzz target (func FuzzX in agents/) for FUZZTIME (10s) eac
 	    go test -run '^$$' -fuzz "^$$t\$$" -fuzztime $(FUZZTIME) "$$(dirname "$$f")" || exit 1; \
 	  done; \
 	done
+	SPIMS_FUZZ_SECONDS=30 $(VENV)/bin/python -m pytest -q protolab/tests/fuzz
 
 integration: images ## tests on a real lab (root, Docker, Mininet)
 	$(PY) -m pytest -q -m integration protolab/tests/integration

@@ -115,6 +115,23 @@ def test_layers_import_only_downwards(layer):
     assert bad == []
 
 
+# model-level packages and the only protolab modules they may import (besides their own)
+ONLY = {
+    "protolab.spims": ["protolab.errors", "protolab.units"],
+}
+
+
+@pytest.mark.parametrize("layer", sorted(ONLY))
+def test_model_level_packages_import_only_the_leaves_they_name(layer):
+    def own(module: str) -> bool:
+        return module == layer or module.startswith(layer + ".")
+
+    bad = sorted(
+        f"{m} -> {t}" for m, ts in graph().items() if own(m) for t in ts if not own(t) and t not in ONLY[layer]
+    )
+    assert bad == []
+
+
 def test_the_checker_sees_a_cycle_and_a_function_level_import():
     assert cycles({"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}) == [["a", "b", "c"]]
     assert "protolab.ownership" in graph()["protolab.monitor"]  # imported inside up(), found anyway
