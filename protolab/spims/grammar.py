@@ -5,8 +5,11 @@ Kept as a string in a module so that it ships with the package. Terminal names a
 """
 
 GRAMMAR = r"""
-// <specification list>: ';' between specifications, optional after the last one
-start: specification (";" specification)* [";"]
+// <specification list>: each <specification> ends with "," as Appendix B writes it, or ";" as the sec. 3
+// example does; the terminator is optional after the last one. A "," ends a specification only where no size
+// pair can follow: before the end of the text, or before the next specification's <num runs> and a word.
+start: specification (END specification)* [END]
+END.2: /;|,(?=\s*(\Z|[0-9]+\s*[a-z]))/i
 
 // <specification> ::= <num runs> [<timelimit>] <measurement>
 specification: INT [timelimit] measurement

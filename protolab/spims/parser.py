@@ -50,7 +50,7 @@ class _ToAst(Transformer):
     """Lark tree -> ast; `[x]` items arrive as None when absent (maybe_placeholders)."""
 
     def start(self, c: list[Any]) -> Specification:
-        return Specification(tuple(s for s in c if s is not None))
+        return Specification(tuple(s for s in c if isinstance(s, Statement)))  # not the END tokens
 
     def specification(self, c: list[Any]) -> Statement:
         runs, limit, measurement = c
@@ -152,7 +152,7 @@ _FIXED = {
     "LESSTHAN": "'<' and a source",
     "MORETHAN": "'>' and a destination",
     "VBAR": "'|' and another part",
-    "SEMICOLON": "';'",
+    "END": "',' or ';' (the end of a specification)",
     "$END": "the end of the input",
 }
 _WORD_RE = re.compile(r'"[^"\n]*"|[A-Za-z0-9_.\-+/]+|\S')

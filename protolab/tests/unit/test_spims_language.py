@@ -383,3 +383,19 @@ def test_sizes_are_whole_bytes_and_normal_is_cut_at_zero():
     sizes = [sample_size(Distribution("normal", (1.0, 5.0)), rng) for _ in range(1000)]
     assert all(isinstance(s, int) and s >= 0 for s in sizes) and sizes.count(0) > 300
     assert {sample_size(Dist("bivalue", (64, 1500, 0.5)), rng) for _ in range(200)} == {64, 1500}
+
+
+@pytest.mark.parametrize(
+    "text, statements",
+    [
+        ("100 from h1 to h2 bulk_get 1024*1000,", 1),  # Appendix B's terminator
+        ("10 bulk_get 1024*1000, 20 rr 32,64*100,", 2),  # ',' ends one; '32,64' is still a size pair
+        ("5 rr 32, 64*10,", 1),  # a size pair, spaced
+        ("3 rr 32*10, 4 rr uniform(1, 2)*5", 2),
+        ("3 rr 32*10;\n4 conn_disc 0*10,", 2),
+    ],
+)
+def test_a_comma_ends_a_specification_as_appendix_b_writes_it(text, statements):
+    spec = parse(text)
+    assert len(spec.statements) == statements
+    assert parse(format(spec)) == spec
