@@ -72,7 +72,7 @@ def content_hash(name: str) -> str:
 
 
 # static; the node image (agent, dishost) and the host (linkem) use them
-BINARIES = ("protolab-agent", "protolab-linkem", "protolab-dishost", "protolab-converter")
+BINARIES = ("protolab-agent", "protolab-linkem", "protolab-dishost", "protolab-converter", "protolab-spims")
 
 
 def build_agent() -> Path:

@@ -1,0 +1,421 @@
+package spims
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"strings"
+	"time"
+
+	"protolab/agents/transport"
+)
+
+// Path is one connection of an initiator: where it goes, from where, and
+// the Conn (nil when the dial failed; Err says why).
+type Path struct {
+	Target, Source string
+	Conn           transport.Conn
+	Err            error
+	Wins           int // dual mode: iterations this path answered first
+	Skipped        int // dual mode: requests not queued because the path's queue was full
+}
+
+// Limits bound a run: a count of iterations (0: no count), a time limit
+// (0: none), a timeout for each iteration and the late bound.
+type Limits struct {
+	Iterations int
+	TimeLimit  time.Duration
+	Timeout    time.Duration
+	LateBound  time.Duration
+}
+
+// Stop reasons.
+const (
+	StopIterations  = "iterations"
+	StopTimeLimit   = "time_limit"
+	StopInterrupted = "interrupted"
+)
+
+// Outcome is what a procedure measured.
+type Outcome struct {
+	Rec       *Recorder
+	Stopped   string
+	Start     time.Time
+	Elapsed   time.Duration
+	SentBytes int64 // payload
+	RecvBytes int64 // payload
+	Bulk      *BulkOutcome
+}
+
+// clock tracks a run's limits.
+type clock struct {
+	ctx      context.Context
+	lim      Limits
+	deadline time.Time // zero: none
+}
+
+func newClock(ctx context.Context, lim Limits, start time.Time) *clock {
+	c := &clock{ctx: ctx, lim: lim}
+	if lim.TimeLimit > 0 {
+		c.deadline = start.Add(lim.TimeLimit)
+	}
+	return c
+}
+
+// stop is why iteration i must not start ("" when it may).
+func (c *clock) stop(i int) string {
+	switch {
+	case c.ctx.Err() != nil:
+		return StopInterrupted
+	case c.lim.Iterations > 0 && i >= c.lim.Iterations:
+		return StopIterations
+	case !c.deadline.IsZero() && !time.Now().Before(c.deadline):
+		return StopTimeLimit
+	}
+	return ""
+}
+
+// iterDeadline is when an iteration started at t0 times out, and whether
+// that is the run's end rather than the timeout.
+func (c *clock) iterDeadline(t0 time.Time) (time.Time, bool) {
+	dl := t0.Add(c.lim.Timeout)
+	if !c.deadline.IsZero() && c.deadline.Before(dl) {
+		return c.deadline, true
+	}
+	return dl, false
+}
+
+// sleep waits d, cut short by the run's end; false when the run ended.
+func (c *clock) sleep(d time.Duration) bool {
+	if d <= 0 {
+		return true
+	}
+	if !c.deadline.IsZero() {
+		d = min(d, time.Until(c.deadline))
+	}
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return true
+	case <-c.ctx.Done():
+		return false
+	}
+}
+
+// RRConfig is a request_response run.
+type RRConfig struct {
+	Limits
+	Size         Dist  // request payload, bytes
+	ResponseSize *Dist // response payload, bytes; nil: as large as the request
+	Delay        *Dist // pause after each response, seconds; nil: none
+	Seed         int64
+	MaxPayload   int // largest payload the transport carries
+}
+
+// RequestResponse sends requests and times each round trip (SPIMS
+// request_response): on one path, request i waits for its response; on
+// two or more (dual mode) the same request goes on every live path and
+// the first response wins. A response that comes after its iteration
+// timed out is discarded by its sequence number.
+func RequestResponse(ctx context.Context, paths []*Path, cfg RRConfig, live *Live) (*Outcome, error) {
+	if len(paths) == 0 {
+		return nil, errors.New("request_response: no path")
+	}
+	if len(paths) == 1 {
+		if paths[0].Conn == nil {
+			return nil, fmt.Errorf("request_response: %w", paths[0].Err)
+		}
+		return rrSingle(ctx, paths[0].Conn, cfg, live)
+	}
+	return rrMulti(ctx, paths, cfg, live)
+}
+
+// draws gives each iteration's sizes and pause from seeded streams.
+type draws struct {
+	cfg               RRConfig
+	size, resp, delay *rand.Rand
+	maxPayload        int
+}
+
+func newDraws(cfg RRConfig) *draws {
+	mp := cfg.MaxPayload
+	if mp <= 0 {
+		mp = transport.MaxFrame - Header
+	}
+	return &draws{cfg: cfg, size: newRand(cfg.Seed, 1), resp: newRand(cfg.Seed, 2), delay: newRand(cfg.Seed, 3), maxPayload: mp}
+}
+
+// request builds request seq into buf and returns it with its sizes.
+func (d *draws) request(buf []byte, seq uint32) ([]byte, int, int) {
+	n := d.cfg.Size.Size(d.size, d.maxPayload)
+	m := n
+	if d.cfg.ResponseSize != nil {
+		m = d.cfg.ResponseSize.Size(d.resp, d.maxPayload)
+	}
+	return appendMsg(buf[:0], header{op: opRequest, seq: seq, a: uint32(m)}, n), n, m
+}
+
+func (d *draws) pause() time.Duration {
+	if d.cfg.Delay == nil {
+		return 0
+	}
+	return d.cfg.Delay.Duration(d.delay)
+}
+
+func rrSingle(ctx context.Context, c transport.Conn, cfg RRConfig, live *Live) (*Outcome, error) {
+	out := &Outcome{Rec: &Recorder{LateBound: cfg.LateBound}, Start: time.Now()}
+	clk := newClock(ctx, cfg.Limits, out.Start)
+	stopWake := context.AfterFunc(ctx, func() { c.SetDeadline(time.Now()) })
+	defer stopWake()
+	dr := newDraws(cfg)
+	var msg, buf []byte
+	for i := 0; ; i++ {
+		if out.Stopped = clk.stop(i); out.Stopped != "" {
+			break
+		}
+		var n, m int
+		msg, n, m = dr.request(msg, uint32(i))
+		t0 := time.Now()
+		dl, atEnd := clk.iterDeadline(t0)
+		c.SetDeadline(dl)
+		if ctx.Err() != nil { // the wake-up may have come before this SetDeadline
+			out.Stopped = StopInterrupted
+			break
+		}
+		live.started()
+		if err := c.WriteMsg(msg); err != nil {
+			if ctx.Err() != nil {
+				out.Stopped = StopInterrupted
+				break
+			}
+			if transport.IsTimeout(err) && atEnd && !time.Now().Before(dl) {
+				out.Stopped = StopTimeLimit
+				break
+			}
+			return out.end(), fmt.Errorf("request %d: %w", i, err)
+		}
+		out.SentBytes += int64(n)
+		for {
+			reply, err := c.ReadMsg(buf)
+			if err != nil {
+				switch {
+				case ctx.Err() != nil:
+					out.Stopped = StopInterrupted
+				case transport.IsTimeout(err) && atEnd && !time.Now().Before(dl):
+					out.Stopped = StopTimeLimit
+				case transport.IsTimeout(err):
+					out.Rec.Timeout(t0)
+					live.timedOut()
+				default:
+					return out.end(), fmt.Errorf("response %d: %w", i, err)
+				}
+				break
+			}
+			buf = reply
+			d := time.Since(t0)
+			h, err := parseHeader(reply)
+			if err != nil {
+				return out.end(), fmt.Errorf("response %d: %w", i, err)
+			}
+			if h.op != opResponse {
+				return out.end(), fmt.Errorf("response %d: unexpected op 0x%02x", i, h.op)
+			}
+			if h.seq != uint32(i) {
+				continue // the answer to a request that timed out
+			}
+			if got := len(reply) - Header; got != m {
+				return out.end(), fmt.Errorf("response %d: %d payload bytes, asked for %d", i, got, m)
+			}
+			out.RecvBytes += int64(m)
+			out.Rec.Add(d, t0)
+			live.done(d, cfg.LateBound, n, m)
+			break
+		}
+		if out.Stopped != "" || !clk.sleep(dr.pause()) {
+			if out.Stopped == "" {
+				out.Stopped = StopInterrupted
+			}
+			break
+		}
+	}
+	return out.end(), nil
+}
+
+func (o *Outcome) end() *Outcome {
+	o.Elapsed = time.Since(o.Start)
+	return o
+}
+
+// reply is what a dual-mode reader saw on its path.
+type reply struct {
+	path int
+	seq  uint32
+	at   time.Time
+	n    int   // payload bytes
+	err  error // the path died
+}
+
+// pathQueue is the depth of a path's send queue in dual mode: a path that
+// cannot take more (a black hole filling its socket buffer) skips requests
+// rather than hold up the others.
+const pathQueue = 64
+
+// rrMulti sends every request on each live path and takes the first
+// response (the SCIOP redundancy bound). Each path has a writer and a
+// reader goroutine; replies carry the time they were read.
+func rrMulti(ctx context.Context, paths []*Path, cfg RRConfig, live *Live) (*Outcome, error) {
+	out := &Outcome{Rec: &Recorder{LateBound: cfg.LateBound}, Start: time.Now()}
+	clk := newClock(ctx, cfg.Limits, out.Start)
+	replies := make(chan reply, 256)
+	done := make(chan struct{})
+	queues := make([]chan []byte, len(paths))
+	dead := make([]bool, len(paths))
+	for i, p := range paths {
+		if p.Conn == nil {
+			dead[i] = true
+			continue
+		}
+		queues[i] = make(chan []byte, pathQueue)
+		go func(i int, c transport.Conn, q chan []byte) { // writer
+			for msg := range q {
+				if err := c.WriteMsg(msg); err != nil {
+					select {
+					case replies <- reply{path: i, err: fmt.Errorf("write: %w", err)}:
+					case <-done:
+					}
+					for range q {
+					}
+					return
+				}
+			}
+		}(i, p.Conn, queues[i])
+		go func(i int, c transport.Conn) { // reader
+			var buf []byte
+			for {
+				m, err := c.ReadMsg(buf)
+				r := reply{path: i, at: time.Now()}
+				if err != nil {
+					if transport.IsTimeout(err) {
+						continue // udp gave a request up; the run's own timer counts it
+					}
+					r.err = fmt.Errorf("read: %w", err)
+				} else if h, herr := parseHeader(m); herr != nil || h.op != opResponse {
+					r.err = fmt.Errorf("read: not a response (%v)", herr)
+				} else {
+					r.seq, r.n, buf = h.seq, len(m)-Header, m
+				}
+				select {
+				case replies <- r:
+				case <-done:
+					return
+				}
+				if r.err != nil {
+					return
+				}
+			}
+		}(i, p.Conn)
+	}
+	defer func() {
+		close(done)
+		for _, q := range queues {
+			if q != nil {
+				close(q)
+			}
+		}
+		// Readers and writers end when the caller closes the Conns.
+	}()
+	alive := func() bool {
+		for _, d := range dead {
+			if !d {
+				return true
+			}
+		}
+		return false
+	}
+	dr := newDraws(cfg)
+	for i := 0; ; i++ {
+		if out.Stopped = clk.stop(i); out.Stopped != "" {
+			break
+		}
+		if !alive() {
+			return out.end(), fmt.Errorf("request %d: every path failed: %s", i, pathErrors(paths))
+		}
+		msg, n, m := dr.request(nil, uint32(i)) // fresh: writers still hold earlier ones
+		t0 := time.Now()
+		live.started()
+		for k := range queues { // rotating the order: the first queued is not always first sent
+			j := (i + k) % len(queues)
+			if dead[j] {
+				continue
+			}
+			select {
+			case queues[j] <- msg:
+			default:
+				paths[j].Skipped++
+			}
+		}
+		out.SentBytes += int64(n)
+		dl, atEnd := clk.iterDeadline(t0)
+		timer := time.NewTimer(time.Until(dl))
+	wait:
+		for {
+			select {
+			case r := <-replies:
+				if r.err != nil {
+					dead[r.path] = true
+					if paths[r.path].Err == nil {
+						paths[r.path].Err = r.err
+					}
+					if !alive() {
+						timer.Stop()
+						return out.end(), fmt.Errorf("request %d: every path failed: %s", i, pathErrors(paths))
+					}
+					continue
+				}
+				if r.seq != uint32(i) {
+					continue // a slower path's answer to an earlier request
+				}
+				if r.n != m {
+					timer.Stop()
+					return out.end(), fmt.Errorf("response %d on path %d: %d payload bytes, asked for %d", i, r.path+1, r.n, m)
+				}
+				d := r.at.Sub(t0)
+				paths[r.path].Wins++
+				out.RecvBytes += int64(m)
+				out.Rec.Add(d, t0)
+				live.done(d, cfg.LateBound, n, m)
+				break wait
+			case <-timer.C:
+				if atEnd {
+					out.Stopped = StopTimeLimit
+				} else {
+					out.Rec.Timeout(t0)
+					live.timedOut()
+				}
+				break wait
+			case <-ctx.Done():
+				out.Stopped = StopInterrupted
+				break wait
+			}
+		}
+		timer.Stop()
+		if out.Stopped != "" {
+			break
+		}
+		if !clk.sleep(dr.pause()) {
+			out.Stopped = StopInterrupted
+			break
+		}
+	}
+	return out.end(), nil
+}
+
+func pathErrors(paths []*Path) string {
+	var parts []string
+	for i, p := range paths {
+		parts = append(parts, fmt.Sprintf("path %d (%s): %v", i+1, p.Target, p.Err))
+	}
+	return strings.Join(parts, "; ")
+}
