@@ -82,6 +82,7 @@ bench: images ## benchmarks (figures, not gates): deploy/teardown per node, impa
 	$(PY) -m bench.deploy
 	$(PY) -m bench.deploy_floor
 	$(PY) -m bench.impair
+	$(PY) -m bench.spims
 	cd agents && go test -run '^$$' -bench . -benchtime 2s -cpu 2 ./dishost
 	cd agents && go test -run 'AddedDelay' -v -bench . -benchtime 2s -cpu 1 ./converter ./bundle
 
