@@ -5,6 +5,7 @@ protolab run NAME [--profile quick] [--dry-run] [--keep]   run experiments/NAME.
     [--live | --no-live]                                  ... with a live view of the nodes on stderr
                                                           (default: when stderr is a terminal)
 protolab validate [NAME ...]                              check specs (all when none named)
+protolab spims 'SPEC' [--transport T] [--topology hub]    run a SPIMS specification (seed 004) directly
 protolab report RESULTS_DIR                               regenerate tables, plots, report.html
 protolab reference update RUN_DIR...                      pool valid runs into experiments/references/
 protolab compare RUN_DIR [REFERENCE.json|RUN_DIR2]        per point and column: regressed / unchanged / ...
@@ -64,6 +65,49 @@ def cmd_run(a: argparse.Namespace) -> int:
     live = sys.stderr.isatty() if a.live is None else a.live
     return ExperimentRun(plan, results_root=Path(a.results), keep=a.keep, task_timeout_margin=a.task_timeout_margin,
                          resume=Path(a.resume) if a.resume else None, live=live).run()  # fmt: skip
+
+
+def cmd_spims(a: argparse.Namespace) -> int:
+    """A SPIMS specification run directly: an experiment `spims-adhoc` of one task, written beside its results."""
+    import tempfile
+
+    from pydantic import ValidationError
+
+    from . import spec
+    from .errors import SpecError
+    from .workloads.spims import SpimsTask
+
+    a.transport = a.transport or ["tcp"]
+    task = {"kind": "spims", "name": "m", "spec": a.spec, "transport": "${transport}", "initiator": a.initiator,
+            "responder": a.responder, "family": a.family, "duration": a.timeout}  # fmt: skip
+    try:  # errors before anything is made
+        columns = [SpimsTask.model_validate({**task, "transport": t}).columns() for t in a.transport][0]
+    except ValidationError as exc:
+        raise SpecError("protolab spims: " + "; ".join(f"{'.'.join(map(str, e['loc']))}: "
+                        f"{e['msg'].removeprefix('Value error, ')}" for e in exc.errors())) from None  # fmt: skip
+    doc = {
+        "name": "spims-adhoc",
+        "description": f"protolab spims {a.spec!r}",
+        "seed": {"document": "004", "reproduces": "none (a SPIMS specification run directly)"},
+        "topology": {"kind": a.topology, "params": {"hosts": a.hosts, "rate": a.rate}},
+        "sweep": {"transport": a.transport},
+        "phases": [{"name": "spims", "tasks": [task]}],
+        "tables": [{"name": "spims", "title": a.spec, "rows": ["transport"], "columns": columns}],
+    }
+    with tempfile.TemporaryDirectory(prefix="protolab-spims-") as d:
+        path = Path(d) / "spims-adhoc.yaml"
+        path.write_text(spec.yaml.safe_dump(doc, sort_keys=False))
+        plan = spec.load(path, None)
+        print(plan.describe(), flush=True)
+        if a.dry_run:
+            return 0
+        _need_root("spims")
+        from mininet.log import setLogLevel
+
+        setLogLevel("critical")
+        from .orchestrator import ExperimentRun
+
+        return ExperimentRun(plan, results_root=Path(a.results), live=False).run()
 
 
 def cmd_validate(a: argparse.Namespace) -> int:
@@ -215,6 +259,9 @@ EXAMPLES = {  # `protolab CMD --help` ends with these (the lab commands carry th
     "run": "protolab run smoke --profile quick\n  protolab run experiments/my.yaml --dry-run\n"
     "  protolab run link-fidelity --resume results/link-fidelity/20261123T154242Z-1f90",
     "validate": "protolab validate                 # every spec and profile\n  protolab validate smoke link-fidelity",
+    "spims": "protolab spims '100 from h1 to h2 bulk_get 1024*1000,' --topology hub --rate 10Mbit\n"
+    "  protolab spims '10 rr 32*1000,' --transport tcp --transport quic\n"
+    "  protolab spims '10 background: rr 32*1000 | 3 bulk_get 1024*3000,' --dry-run",
     "report": "protolab report results/smoke/20261123T155035Z-ce2b",
     "reference": "protolab reference update results/smoke/RUN1 results/smoke/RUN2",
     "compare": "protolab compare results/smoke/RUN            # with experiments/references/smoke/PROFILE.json\n"
@@ -252,6 +299,20 @@ def main(argv: list[str] | None = None) -> int:
                         "(for where Grafana cannot run); default: on when stderr is a terminal, off otherwise "
                         "(e.g. in CI)")  # fmt: skip
     r.set_defaults(fn=cmd_run)
+    sp = sub.add_parser("spims", help="run a SPIMS specification (seed 004, Appendix B) between two lab hosts")
+    sp.add_argument("spec", help="e.g. '100 from h1 to h2 bulk_get 1024*1000,'")
+    sp.add_argument("--topology", default="switched", help="a topology generator with hosts and rate (switched)")
+    sp.add_argument("--rate", default="100Mbit", help="its link rate, e.g. 10Mbit (100Mbit)")
+    sp.add_argument("--hosts", type=int, default=2, help="its hosts h1..hN (2)")
+    sp.add_argument("--transport", action="append", default=None, metavar="NAME",
+                    help="tcp, tls, udp, quic, mptcp or sctp; repeat for several (tcp)")  # fmt: skip
+    sp.add_argument("--initiator", default="h1", help="host of the initiators where the spec has no FROM (h1)")
+    sp.add_argument("--responder", default="h2", help="host of the responders where the spec has no TO (h2)")
+    sp.add_argument("--family", choices=["ipv4", "ipv6"], default="ipv4")
+    sp.add_argument("--timeout", default="600s", help="the whole specification's limit (600s)")
+    sp.add_argument("--results", default=str(Path(__file__).resolve().parent.parent / "results"), help="results root")
+    sp.add_argument("--dry-run", action="store_true", help="print the plan and stop")
+    sp.set_defaults(fn=cmd_spims)
     v = sub.add_parser("validate", help="validate experiment specs")
     v.add_argument("names", nargs="*")
     v.set_defaults(fn=cmd_validate)

@@ -17,6 +17,7 @@ from ..units import parse_duration, parse_quantity, parse_rate, parse_size
 # suffix of a measured column -> unit family
 UNIT_SUFFIXES: dict[str, str] = {
     "_bits_per_second": "rate",
+    "_bytes_per_second": "byterate",
     "_packets_per_second": "pps",
     "_messages_per_second": "mps",
     "_ratio": "ratio",
@@ -71,6 +72,8 @@ class Display:
         top = max(finite) if finite else 0.0
         if fam == "rate":
             return cls(fam, 1e-6, "Mbit/s")
+        if fam == "byterate":
+            return cls(fam, 1e-3, "kB/s")
         if fam == "pps":
             return cls(fam, 1.0, "pkt/s")
         if fam == "mps":
@@ -90,7 +93,7 @@ class Display:
 
     def decimals(self, scaled: float) -> int:
         a = abs(scaled)
-        if self.family in ("rate", "seconds", "bytes"):
+        if self.family in ("rate", "byterate", "seconds", "bytes"):
             return 3 if a < 10 else 2 if a < 1000 else 1
         if self.family == "ratio":
             return 2

@@ -10,9 +10,11 @@ Every error is a `SpimsSyntaxError` naming line, column, the text found and what
 
 Where the paper is ambiguous or its OCR garbled, this reading was chosen (line numbers of
 /work/shared/seeds/004_da885ebc4b089a94.txt):
-- A statement ends with ';' as in the sec. 3 example (l. 111), not ',' as Appendix B prints (l. 469): ','
-  already separates SIZE,REPLY_SIZE (l. 481) and parameters (l. 497), so ',' would be ambiguous there.
-  The last statement's ';' may be left out, so sec. 7's captions (l. 379, 389, 403) parse as printed.
+- A statement ends with ',' as Appendix B prints it (l. 469) or ';' as the sec. 3 example does (l. 111).
+  ',' also separates SIZE,REPLY_SIZE (l. 481) and parameters (l. 497), so a ',' ends a statement only where
+  no size pair can follow: before the end of the text or before the next statement's runs and a word. The
+  last statement's terminator may be left out, so sec. 7's captions (l. 379, 389, 403) parse as printed;
+  the printer writes ';'.
 - Keywords are case-insensitive: Appendix B writes terminals in capitals (l. 531), the examples in lower
   case (l. 111). The printer writes lower case, so the sec. 3 example prints back exactly.
 - Application types: bulk_get, request_response, connect_disconnect with the short forms rr and conn_disc

@@ -2,7 +2,7 @@
 
 import pytest
 
-from protolab.results.display import Display, axis_str, is_measured, parse_axis_value, quantity_name
+from protolab.results.display import Display, axis_str, is_measured, parse_axis_value, quantity_name, unit_family
 
 
 def test_rate_in_mbit():
@@ -41,3 +41,10 @@ def test_names_and_axis_values():
     assert parse_axis_value("1500B") == (1500.0, "bytes")
     assert parse_axis_value("3") == (3.0, None)
     assert parse_axis_value("hub") is None and parse_axis_value({"a": 1}) is None
+
+
+def test_byte_rates_in_kilobytes_per_second():
+    d = Display.for_column("t2_throughput_mean_bytes_per_second", [1.15e6])
+    assert d.header("t2_throughput_mean_bytes_per_second") == "t2 throughput mean (kB/s)"
+    assert d.number(1.15e6) == "1,150.0" and d.number(250880) == "250.88"
+    assert unit_family("t2_throughput_mean_bytes_per_second") == "byterate"  # not bytes, not a bit rate

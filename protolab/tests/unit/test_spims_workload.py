@@ -1,0 +1,136 @@
+"""The spims workload: a SPIMS text -> protolab-spims jobs -> the paper's per-run statistics (a fake lab at the
+exec boundary; the real agent runs in the integration tests)."""
+
+from __future__ import annotations
+
+import json
+import re
+import statistics
+from typing import Any
+
+import pytest
+from pydantic import ValidationError
+
+from protolab.workloads.spims import SpimsTask
+from protolab.workloads.spims_runner import SpimsRunner, agent_job, dist_json, run_values
+
+
+def _task(spec: str, **kw: Any) -> SpimsTask:
+    return SpimsTask(kind="spims", name="x", duration="60s", spec=spec, initiator="h1", responder="h2", **kw)
+
+
+def test_a_run_is_count_samples_and_its_value_their_mean():
+    t = _task("3 rr 32*2,")
+    job = t.jobs()[0]
+    assert agent_job(job, t, "10.0.1.2:7100", 5, 60)["iterations"] == 6  # 3 runs x 2 exchanges, one process
+    values = run_values(job, {"samples_seconds": [1.0, 3.0, 2.0, 2.0, 5.0, 7.0]})
+    assert values == [2.0, 2.0, 6.0]
+
+
+def test_bulk_get_is_one_transfer_per_run_and_its_value_the_receiver_throughput():
+    t = _task("2 bulk_get 1024*1000,")
+    job = t.jobs()[0]
+    spec = agent_job(job, t, "10.0.1.2:7100", 1, 60)
+    assert (spec["procedure"], spec["iterations"], spec["count"], spec["size"]) == (
+        "bulk_get", 2, 1000, {"dist": "constant", "value": 1024.0})  # fmt: skip
+    assert run_values(job, {"samples_seconds": [0.5, 0.25], "bulk": {"transfer_bytes": 1024000}}) == [
+        2048000.0, 4096000.0]  # fmt: skip
+
+
+def test_distributions_and_delays_as_the_agent_reads_them():
+    t = _task("1 rr uniform(1, 64),bivalue(32, 1024, 0.9)*10 exponential(0.002),")
+    spec = agent_job(t.jobs()[0], t, "[fd00:10:0:1::2]:7100", 1, 60)
+    assert spec["size"] == {"dist": "uniform", "min": 1.0, "max": 64.0}
+    assert spec["response_size"] == {"dist": "bivalue", "value": 32.0, "value2": 1024.0, "p": 0.9}
+    assert spec["delay"] == {"dist": "exponential", "mean": "0.002s"}
+    assert dist_json(t.jobs()[0].size_bytes, seconds=True) == {"dist": "uniform", "min": "1s", "max": "64s"}
+
+
+def test_columns_name_each_statement_when_there_are_several():
+    one = _task("10 rr 32*100,")
+    assert "x_response_mean_seconds" in one.columns() and "x_response_p99_seconds" in one.columns()
+    two = _task("10 parallel: 3 bulk_get 1024*1000, 5 conn_disc 0*100")
+    cols = two.columns()
+    assert "x_s1_aggregate_throughput_mean_bytes_per_second" in cols and "x_s2_connect_nsd_ratio" in cols
+    assert not any(c.startswith("x_response") for c in cols)
+
+
+@pytest.mark.parametrize(
+    "kw, says",
+    [
+        ({"transport": "ftam"}, "registered: tcp, tls, udp, quic, mptcp, sctp"),
+        ({"spec": "10 rr 32*100 uniform(1,2) constant(0.1),"}, "second timing"),
+        ({"spec": "10 bulk_get 1024*10 < file a,"}, "memory to memory"),
+        ({"spec": "10 bulk_get 1024*"}, "line 1, column 18: expected a number of data units"),
+        ({"spec": "10 from h1 to h1 rr 32*10,"}, "same host"),
+        ({"initiator": None}, "no FROM/TO"),
+    ],
+)
+def test_bad_tasks_are_refused_saying_why(kw, says):
+    args = {"kind": "spims", "name": "x", "duration": "60s", "spec": "10 rr 32*100,", "initiator": "h1",
+            "responder": "h2"} | kw  # fmt: skip
+    with pytest.raises(ValidationError) as err:
+        SpimsTask(**args)
+    assert says in str(err.value), str(err.value)
+
+
+class FakeLab:
+    """Answers `protolab-spims run` with a canned result per job file; records every command."""
+
+    def __init__(self, results: dict[str, dict[str, Any]]) -> None:
+        self.results, self.commands = results, []
+
+    def ip(self, node: str, intf: int = 0, family: int = 4) -> str:
+        return "10.0.1.2" if family == 4 else "fd00:10:0:1::2"
+
+    def exec(self, node: str, cmd: list[str], timeout: float | None = None) -> tuple[int, str, str]:
+        self.commands.append((node, cmd))
+        text = " ".join(cmd)
+        m = re.search(r"spims-x-(s\d+\.p\d+\.r\d+)\.json && exec", text)
+        if m:
+            return 0, json.dumps(self.results[m.group(1)]) + "\n", ""
+        return 0, "", ""
+
+
+def _result(samples: list[float], **kw: Any) -> dict[str, Any]:
+    return {"samples_seconds": samples, "seconds": {"p99": max(samples)}, "timeouts": 0, "late": 0} | kw
+
+
+def test_a_background_statement_measures_its_first_part_and_reports_the_load():
+    t = _task("2 priority background: rr 32*2 | 2 bulk_get 1024*10,", background_lead="0s")
+    lab = FakeLab({
+        "s1.p1.r1": _result([0.001, 0.003, 0.002, 0.002], late=1),
+        "s1.p2.r1": {"received_bytes": 4000, "elapsed_seconds": 2.0},
+        "s1.p2.r2": {"received_bytes": 6000, "elapsed_seconds": 2.0},
+    })  # fmt: skip
+    r = SpimsRunner(t, lab)
+    r.prepare()
+    r.run()
+    out = r.result()
+    assert out["x_response_mean_seconds"] == pytest.approx(0.002) and out["x_response_sd_seconds"] == 0
+    assert out["x_runs_total"] == 2 and out["x_late_total"] == 1
+    assert out["x_background_throughput_bytes_per_second"] == pytest.approx(5000)
+    assert set(out) == set(t.columns())
+    nice = [cmd for _n, cmd in lab.commands if "nice" in " ".join(cmd)]
+    assert nice and all("s1.p2" in " ".join(c) or "serve" in c for c in nice), "only the load runs at low priority"
+    assert any("pkill" in c and "-INT" in c for _n, c in lab.commands), "the load is stopped after the measurement"
+
+
+def test_parallel_bulk_gets_aggregate_over_the_span_they_ran():
+    t = _task("2 parallel: 2 bulk_get 1000*1,")
+    start = 1_700_000_000_000_000_000
+    lab = FakeLab({  # the second started 1 ms later; 2000 bytes each over the 4 ms from first start to last end
+        "s1.p1.r1": _result([0.001, 0.002], bulk={"transfer_bytes": 1000}, start_unix_ns=start,
+                            elapsed_seconds=0.003, received_bytes=2000),
+        "s1.p1.r2": _result([0.002, 0.002], bulk={"transfer_bytes": 1000}, start_unix_ns=start + 1_000_000,
+                            elapsed_seconds=0.003, received_bytes=2000),
+    })  # fmt: skip
+    r = SpimsRunner(t, lab)
+    r.prepare()
+    r.run()
+    out = r.result()
+    assert out["x_aggregate_throughput_mean_bytes_per_second"] == pytest.approx(4000 / 0.004, rel=1e-4)
+    assert out["x_throughput_mean_bytes_per_second"] == pytest.approx(statistics.fmean([1e6, 5e5, 5e5, 5e5]))
+    assert out["x_throughput_max_bytes_per_second"] == pytest.approx(1e6)
+    assert out["x_late_total"] == 0, "a transfer is slow, not late"
+    assert set(out) == set(t.columns())
