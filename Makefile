@@ -58,7 +58,7 @@ go-test: ## Go tests of the agents module
 	cd agents && go test ./...
 
 FUZZTIME ?= 10s
-fuzz: ## run every Go fuzz target (func FuzzX in agents/) for FUZZTIME (10s) each
+fuzz: venv ## every Go fuzz target (func FuzzX in agents/) for FUZZTIME (10s) each, then the SPIMS parser (Hypothesis) for 30s
 	@cd agents && for f in $$(grep -rl --include='*_test.go' '^func Fuzz' . | sort); do \
 	  for t in $$(sed -n 's/^func \(Fuzz[A-Za-z0-9_]*\)(.*/\1/p' "$$f"); do \
 	    echo "fuzz: $$t in $$(dirname "$$f") for $(FUZZTIME)"; \
