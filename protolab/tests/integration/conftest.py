@@ -45,3 +45,25 @@ def no_leftovers():
     if left:
         cleanup.clean(verbose=False)
     assert left == [], f"left behind: {left}"
+
+
+def run_spec(name: str, results: Path, timeout: float = 600) -> tuple[Path, dict]:
+    """`protolab run specs/<name>.yaml` into `results`; asserts a VALID run whose checks all passed and returns its
+    folder and summary."""
+    import json
+    import subprocess
+    import sys
+
+    import yaml
+
+    from protolab.results.store import latest
+
+    spec = Path(__file__).parent / "specs" / f"{name}.yaml"
+    out = subprocess.run([sys.executable, "-m", "protolab.cli", "run", str(spec), "--results", str(results)],
+                         capture_output=True, text=True, timeout=timeout)  # fmt: skip
+    assert out.returncode == 0, out.stdout[-3000:] + out.stderr[-3000:]
+    experiment = yaml.safe_load(spec.read_text())["name"]
+    run = latest(results, experiment)
+    summary = json.loads((run / "summary.json").read_text())
+    assert summary["valid"] and all(c["passed"] for c in summary["checks"]), summary["checks"]
+    return run, summary

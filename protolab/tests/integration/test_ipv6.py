@@ -9,11 +9,10 @@ import json
 import re
 import subprocess
 import sys
-from pathlib import Path
 
 import pytest
 
-from protolab.results.store import latest
+from .conftest import run_spec
 
 pytestmark = pytest.mark.integration
 PROTOLAB = [sys.executable, "-m", "protolab.cli"]
@@ -90,13 +89,7 @@ def test_ipv6_false_leaves_ipv6_off(tmp_path, no_leftovers):
 
 
 def test_workloads_run_over_ipv6_through_the_runner(tmp_path, no_leftovers):
-    spec = Path(__file__).parent / "specs" / "ipv6.yaml"
-    out = subprocess.run([*PROTOLAB, "run", str(spec), "--results", str(tmp_path)], capture_output=True, text=True,
-                         timeout=300)  # fmt: skip
-    assert out.returncode == 0, out.stdout[-3000:] + out.stderr[-3000:]
-    run = latest(tmp_path, "ipv6")
-    summary = json.loads((run / "summary.json").read_text())
-    assert summary["valid"] and all(c["passed"] for c in summary["checks"]), summary["checks"]
+    run, _summary = run_spec("ipv6", tmp_path)
     sent_to = json.loads((run / "raw" / "tasks" / "p000-r0-echo-p6.json").read_text())
     assert "fd00:10:0:2::2" in json.dumps(sent_to), "the ping went to h2's IPv6 twin"
     rows = list(csv.DictReader((run / "tidy.csv").open()))

@@ -3,28 +3,20 @@ over TCP and QUIC, reduced to the paper's per-run statistics; the transports thi
 
 from __future__ import annotations
 
-import json
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
 from protolab import images
-from protolab.results.store import latest
+
+from .conftest import run_spec
 
 pytestmark = pytest.mark.integration
-PROTOLAB = [sys.executable, "-m", "protolab.cli"]
 
 
 def test_spims_specifications_run_through_the_runner(tmp_path, no_leftovers):
-    spec = Path(__file__).parent / "specs" / "spims.yaml"
-    out = subprocess.run([*PROTOLAB, "run", str(spec), "--results", str(tmp_path)], capture_output=True, text=True,
-                         timeout=600)  # fmt: skip
-    assert out.returncode == 0, out.stdout[-3000:] + out.stderr[-3000:]
-    run = latest(tmp_path, "spims-test")
-    summary = json.loads((run / "summary.json").read_text())
-    assert summary["valid"] and all(c["passed"] for c in summary["checks"]), summary["checks"]
+    _run, summary = run_spec("spims", tmp_path)
     for point in summary["statistics"].values():
         assert point["b_s3_connect_mean_seconds"]["mean"] > 0 and point["b_s2_response_nsd_ratio"]["mean"] >= 0
 
