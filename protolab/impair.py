@@ -124,8 +124,12 @@ class Backend:
         return False
 
     def shape(self, dev: Endpoint, imp: Impairment, leaf: list[str] | None = None) -> None:
-        """HTB root with the rate (if any), and a leaf qdisc (netem args, or a pfifo sized for the rate)."""
+        """HTB root with the rate (if any), and a leaf qdisc (netem args, or a pfifo sized for the rate); with
+        `queue: dscp` two HTB classes under the rate instead, the marked one served first (_priority_classes)."""
         run(dev.cmd("tc", "qdisc", "del", "dev", dev.intf, "root"), check=False)
+        if imp.queue == "dscp":
+            _priority_classes(dev, imp, leaf or ["pfifo", "limit", str(imp.queue_limit())])
+            return
         if imp.rate:
             run(dev.cmd("tc", "qdisc", "add", "dev", dev.intf, "root", "handle", "1:", "htb", "default", "1"))
             run(dev.cmd("tc", "class", "add", "dev", dev.intf, "parent", "1:", "classid", "1:1", "htb",
@@ -137,6 +141,32 @@ class Backend:
             run(dev.cmd("tc", "qdisc", "add", "dev", dev.intf, *parent, *leaf))
         elif imp.rate:
             run(dev.cmd("tc", "qdisc", "add", "dev", dev.intf, *parent, "pfifo", "limit", str(imp.queue_limit())))
+
+
+PRIORITY_DSCP = (46, 48, 56)  # EF, CS6, CS7: what a `queue: dscp` link sends first
+
+
+def _priority_classes(dev: Endpoint, imp: Impairment, leaf: list[str]) -> None:
+    """Strict priority inside the link's rate, from HTB alone (kernels without sch_prio have it): class 1:10
+    (prio 0, the whole rate) takes packets whose DS field is in PRIORITY_DSCP (IPv4 TOS or IPv6 traffic class),
+    class 1:20 (prio 1, 8 kbit/s assured, borrowing up to the rate) the rest, so marked packets never wait
+    behind unmarked ones. Each class has its own `leaf` (a pfifo of `limit` packets, or the link's netem)."""
+    if not imp.rate:
+        raise ValueError(f"{dev.intf}: a dscp queue needs the direction's rate (a queue builds only behind a shaper)")
+    run(dev.cmd("tc", "qdisc", "add", "dev", dev.intf, "root", "handle", "1:", "htb", "default", "20"))
+    run(dev.cmd("tc", "class", "add", "dev", dev.intf, "parent", "1:", "classid", "1:1", "htb", *_rate_args(imp.rate)))
+    for cls, prio, assured in (("10", "0", imp.rate), ("20", "1", 8000.0)):
+        args = _rate_args(imp.rate)
+        args[1] = f"{int(assured)}bit"
+        run(dev.cmd("tc", "class", "add", "dev", dev.intf, "parent", "1:1", "classid", f"1:{cls}", "htb", *args,
+                    "prio", prio))  # fmt: skip
+        run(dev.cmd("tc", "qdisc", "add", "dev", dev.intf, "parent", f"1:{cls}", "handle", f"{cls}:", *leaf))
+    for dscp in PRIORITY_DSCP:
+        tos = f"0x{dscp << 2:02x}"
+        for prio, proto, match in (("1", "ip", ["ip", "dsfield", tos, "0xfc"]),
+                                   ("2", "ipv6", ["ip6", "priority", tos, "0xfc"])):  # fmt: skip
+            run(dev.cmd("tc", "filter", "add", "dev", dev.intf, "parent", "1:", "protocol", proto, "prio", prio,
+                        "u32", "match", *match, "flowid", "1:10"))  # fmt: skip
 
 
 LINKEM = Path(__file__).resolve().parent.parent / "images" / "node" / "bin" / "protolab-linkem"
@@ -345,7 +375,7 @@ class NetemBackend(Backend):
         return [f"{dev.intf}: " + (f"htb {format_rate(imp.rate)} " if imp.rate else "") + " ".join(leaf or [])]
 
     def change(self, sender: Endpoint, receiver: Endpoint, old: Impairment, new: Impairment, at: str) -> bool:
-        if old.rate != new.rate or old.shaping_only() or new.shaping_only():
+        if old.rate != new.rate or old.shaping_only() or new.shaping_only() or "dscp" in (old.queue, new.queue):
             return False
         dev = sender if at == "sender" else ifb_for(receiver)
         run(dev.cmd("tc", "qdisc", "change", "dev", dev.intf, "handle", "10:", "netem", *new.netem_args()))
@@ -400,7 +430,7 @@ class FallbackBackend(Backend):
         """One quick step: the emulator's /config when it runs and keeps running, or a swap of loss rules."""
         changed = {k for k in Impairment.model_fields if getattr(old, k) != getattr(new, k)}
         lk = Linkem.at(receiver)
-        if lk and "rate" not in changed and self.userspace(new):
+        if lk and not changed & {"rate", "queue"} and self.userspace(new):
             lk.put(new)
             return True
         if changed != {"loss"} or self.userspace(new) or self.userspace(old):

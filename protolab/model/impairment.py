@@ -71,6 +71,11 @@ class Impairment(Strict):
     corrupt: Percent | None = Field(None, description="share of packets with one bit flipped")
     ber: float | None = Field(None, gt=0, lt=1, description="bit error rate, e.g. 1e-6: per-packet by size")
     limit: int | None = Field(None, ge=1, description="queue limit in packets (default: sized from rate x delay)")
+    queue: Literal["fifo", "dscp"] = Field(
+        "fifo",
+        description="fifo: one queue; dscp: strict priority, packets marked EF (DSCP 46) or CS6/CS7 (48, 56) "
+        "leave before the rest (each band its own queue of `limit` packets)",
+    )
 
     @model_validator(mode="after")
     def _consistent(self) -> Impairment:

@@ -142,3 +142,25 @@ def test_corruption_is_dropped_by_checksums_at_the_configured_rate(name, no_left
     lost = sent - len(echoes)
     ci = binomtest(lost, sent).proportion_ci(0.999)
     assert ci.low <= 0.05 <= ci.high, f"{lost}/{sent} corrupted requests dropped, 99.9% CI {ci}"
+
+
+@pytest.mark.parametrize("name", ["netem", "fallback"])
+def test_a_dscp_queue_lets_marked_packets_past_a_full_queue(name, no_leftovers):
+    """A CUBIC flow h2 -> h1 fills the 10 Mbit/s queues of its path (300 packets, ~350 ms each); echo replies
+    (they keep the request's TOS) wait behind it in the unmarked class and skip it when marked EF."""
+    on_path = [{"link": link, "direction": "forward", "queue": "dscp", "limit": 300}
+               for link in (["h2", "s1"], ["s1", "h1"])]  # both shapers of the path (both 10 Mbit/s)  # fmt: skip
+    with _lab(_backend(name), *on_path) as lab:
+        lab.nodes["h1"].container.exec_run(["iperf3", "-s", "-1"], detach=True)
+        time.sleep(0.4)
+        lab.nodes["h2"].container.exec_run(["iperf3", "-c", "10.0.1.1", "-C", "cubic", "-t", "8"], detach=True)
+        time.sleep(2)  # slow start has filled the queue
+        rtt = {}
+        for tos in ("0x00", "0xb8"):
+            out = lab.exec("h1", ["ping", "-D", "-n", "-c", "10", "-i", "0.1", "-Q", tos, "10.0.1.2"])[1]
+            answered = [e.rtt for e in ping_parse(out)[1]]
+            assert answered, out
+            rtt[tos] = sorted(answered)[len(answered) // 2]
+        assert rtt["0x00"] > 0.1, rtt  # behind the flow
+        assert rtt["0xb8"] < 0.02, rtt  # ahead of it
+        print(f"median RTT unmarked {rtt['0x00'] * 1e3:.1f} ms, EF {rtt['0xb8'] * 1e3:.2f} ms")
