@@ -410,6 +410,8 @@ class Plan:
 
 
 def _short(v: Any) -> str:
+    if isinstance(v, dict) and isinstance(v.get("name"), str):
+        return v["name"]  # an axis of named settings
     return json.dumps(v) if isinstance(v, (dict, list)) else str(v)
 
 

@@ -15,7 +15,6 @@ lab: deploy, targets, self-check, measure, destroy; and always: teardown, finish
 from __future__ import annotations
 
 import datetime as dt
-import json
 import logging
 import random
 import time
@@ -27,6 +26,7 @@ from ..errors import EXIT_INTERRUPTED, EXIT_INVALID, EXIT_OK, ImageError, LabErr
 from ..exporter import FaultExporter
 from ..lab import Lab
 from ..live import LiveView, http_query, progress_line
+from ..results.display import axis_str
 from ..spec import Plan, Point, node_settings
 from . import collect, session, summary
 from .phase import PhaseOutcome, run_phase
@@ -80,6 +80,7 @@ class ExperimentRun:
         self.rows: list[dict[str, Any]] = []
         self.guard: dict[str, Any] = {}
         self.invalid: list[str] = []
+        self.skipped: list[str] = []  # tasks that measured nothing, and why
         self.deployments: list[dict[str, Any]] = []
         self.actions: list[str] = []
         self.monitor_pids: list[int] = []
@@ -362,7 +363,13 @@ class ExperimentRun:
             figures = r.result()
             self.rundir.write_json(f"raw/tasks/{point.id}-r{rep}-{out.name}-{t.name}.json",
                                    {"point": point.id, "repetition": rep, "phase": out.name, "task": t.name,
-                                    "kind": t.kind, "figures": figures, "tool": r.raw()})  # fmt: skip
+                                    "kind": t.kind, "figures": figures, "tool": r.raw(),
+                                    "skipped": r.skipped})  # fmt: skip
+            if r.skipped:
+                line = f"{point.id} ({point.label()}) task {t.name}: {r.skipped}"
+                if line not in self.skipped:
+                    self.skipped.append(line)
+                    print(f"  skipped: {line}", flush=True)
             row.update(figures)
             row.update(r.fault_edges(out.events))  # probes that can see outages compare them with the events
             for series, ts, value in r.series():
@@ -392,7 +399,7 @@ class ExperimentRun:
         m["repetitions"] = self.repetitions
         self.rundir.write_json("manifest.json", m)
         valid = summary.finish(self.rundir, self.plan, self.rows, self.fault_rows, self.invalid, self.guard,
-                               self.self_checks, self.repetitions, self.references)  # fmt: skip
+                               self.self_checks, self.repetitions, self.references, self.skipped)  # fmt: skip
         if self.status == EXIT_OK and not valid:
             self.status = EXIT_INVALID
         if not self.teardown_failures and not self.keep:
@@ -411,8 +418,9 @@ def _unshaped(lab: Lab) -> dict[int | None, set[str]]:
 
 
 def _cell(v: Any) -> Any:
-    """An axis value in a tidy row, written as results.axis_str writes it (a null axis value as 'null')."""
-    return json.dumps(v, sort_keys=True) if isinstance(v, (dict, list)) or v is None else v
+    """An axis value in a tidy row, written as results.axis_str writes it (a null axis value as 'null'; numbers
+    stay numbers)."""
+    return axis_str(v) if isinstance(v, (dict, list)) or v is None else v
 
 
 def _image_id(client: Any, ref: str) -> str:

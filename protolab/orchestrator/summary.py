@@ -10,7 +10,8 @@ from typing import Any
 
 def finish(rundir: Any, plan: Any, rows: list[dict[str, Any]], fault_rows: list[dict[str, Any]],
            invalid: list[str], guard: dict[str, Any], self_checks: list[dict[str, Any]],
-           repetitions: dict[str, Any] | None = None, references: Path | None = None) -> bool:  # fmt: skip
+           repetitions: dict[str, Any] | None = None, references: Path | None = None,
+           skipped: list[str] | None = None) -> bool:  # fmt: skip
     """Write what was measured and say whether the run is valid."""
     from ..results import checks, render
 
@@ -29,6 +30,7 @@ def finish(rundir: Any, plan: Any, rows: list[dict[str, Any]], fault_rows: list[
         "passed": all(r["passed"] for r in self_checks),
         "failures": [f"{r['from']}->{r['to']}: {f}" for r in self_checks for f in r["failures"]],
     }
+    summary["skipped"] = skipped or []  # tasks that measured nothing here, and why (e.g. no SCTP in the kernel)
     if repetitions:
         summary["repetitions"] = repetitions  # per point: n, converged, the watched columns' nsd of the mean
     rundir.write_json("summary.json", summary)
@@ -78,4 +80,6 @@ def print_summary(summary: dict[str, Any], path: Path) -> None:
             print(f"  FAILED {c['name']} at {c['point']} ({where}): measured {c['measured']}, bound {c['bound']}")
     for r in summary["invalid_reasons"]:
         print(f"  invalid: {r}")
+    for r in summary.get("skipped", []):
+        print(f"  skipped: {r}")
     print(f"results: {path}\nreport:  {path / 'report.html'}", flush=True)

@@ -29,7 +29,10 @@ MISSING = "—"
 
 
 def axis_str(value: Any) -> str:
-    """How an axis value is written in tidy.csv and compared in `where` filters (mappings and null as JSON)."""
+    """How an axis value is written in tidy.csv and compared in `where` filters: a mapping with a `name` by its
+    name (an axis of named settings, e.g. {name: loss1, faults: [...]}), other mappings and null as JSON."""
+    if isinstance(value, dict) and isinstance(value.get("name"), str):
+        return value["name"]
     if isinstance(value, (dict, list)) or value is None:
         return json.dumps(value, sort_keys=True)
     return str(value)

@@ -67,6 +67,9 @@ class WorkloadRunner(Generic[T]):
     def __init__(self, task: T, lab: LabAPI) -> None:
         self.task, self.lab = task, lab
         self.started: float | None = None  # unix time traffic began, when later than the phase's start
+        # why the task measured nothing (e.g. a transport this kernel lacks): its columns are None, the run stays
+        # valid and says so in one line (summary.json "skipped")
+        self.skipped: str | None = None
 
     def prepare(self) -> None:
         """Start servers and listeners; returns when they are ready."""

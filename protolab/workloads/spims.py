@@ -56,6 +56,13 @@ class SpimsTask(TaskModel):
     background_nice: int = Field(10, ge=1, le=19, description="nice of background load under `priority`")
     background_lead: Seconds = Field(1.0, description="background load runs this long before the measured part")
     port: int = Field(7100, ge=1024, le=65000, description="first responder port (one per initiator)")
+    options: dict[str, str] = Field(
+        default_factory=dict,
+        description="transport knobs for every initiator, e.g. {user_timeout: 2s, congestion: cubic}",
+    )
+    dscp: int | None = Field(
+        None, ge=0, le=63, description="DSCP of the measured parts' packets both ways (46: EF), e.g. for a dscp queue"
+    )
     seed: int = Field(1, description="seed of the size and delay distributions")
 
     @field_validator("spec")

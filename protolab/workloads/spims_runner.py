@@ -3,15 +3,13 @@
 
 Each initiator does all of its job's runs back to back in one process (a run is `count` consecutive samples;
 bulk_get: one transfer), so runs of parallel parts overlap in time as the paper's lockstep runs did, without a
-barrier between them. A transport the kernel lacks (exit 3) stops the task with the agent's one line (the
-experiment's plan says which transports this machine has: `protolab-spims transports`).
+barrier between them. A transport the kernel lacks stops the task with the agent's one line (TransportUnavailableError;
+`protolab-spims transports` says which this machine has). The agent's plumbing is protolab.workloads.spims_agent.
 """
 
 from __future__ import annotations
 
-import json
 import math
-import shlex
 import statistics
 import threading
 import time
@@ -20,9 +18,7 @@ from typing import Any
 from ..spims import Dist, Job
 from .base import WorkloadError, WorkloadRunner
 from .spims import QUANTITY, SpimsTask
-
-BIN = "protolab-spims"
-UNAVAILABLE = 3  # protolab-spims run: the transport is not available here
+from .spims_agent import Responder, TransportUnavailableError, initiate, interrupt, target
 
 
 def dist_json(d: Dist, seconds: bool = False) -> dict[str, Any]:
@@ -47,6 +43,11 @@ def agent_job(job: Job, t: SpimsTask, target: str, seed: int, duration: float) -
         out |= {"iterations": job.runs, "count": count}
     else:
         out["iterations"] = job.runs * count
+    options = dict(t.options)
+    if t.dscp is not None and job.role == "measured":
+        options["dscp"] = str(t.dscp)
+    if options:
+        out["options"] = options
     if job.reply_size_bytes is not None:
         out["response_size"] = dist_json(job.reply_size_bytes)
     if job.inter_send_delay_s is not None:
@@ -95,8 +96,7 @@ class SpimsRunner(WorkloadRunner[SpimsTask]):
         self.jobs = task.jobs()
         self.ports = {j.id: task.port + i for i, j in enumerate(self.jobs)}
         self.results: dict[str, dict[str, Any]] = {}
-        self.errors: list[str] = []
-        self._servers: list[threading.Thread] = []
+        self.responders: list[Responder] = []
 
     def _nice(self, job: Job) -> list[str]:
         low = job.role == "background" and any(j.high_priority for j in self.jobs if j.group == job.group)
@@ -104,48 +104,24 @@ class SpimsRunner(WorkloadRunner[SpimsTask]):
 
     def prepare(self) -> None:
         for job in self.jobs:
-            port, host = self.ports[job.id], job.responder_host
-            assert host is not None
-            cmd = [*self._nice(job), BIN, "serve", "--transport", self.task.transport, "--listen", f":{port}"]
-
-            def serve(host: str = host, cmd: list[str] = cmd) -> None:
-                code, out, err = self.lab.exec(host, cmd)
-                if code not in (0, 143, -15):
-                    self.errors.append(f"responder on {host} ({' '.join(cmd)}): exit {code}: {(err or out)[-300:]}")
-
-            th = threading.Thread(target=serve, daemon=True, name=f"spims-serve-{job.id}")
-            th.start()
-            self._servers.append(th)
-            wait = (f"for i in $(seq 100); do ss -Hlntu 'sport = :{port}' | grep -q . && exit 0; sleep 0.05; done; "
-                    "exit 1")  # fmt: skip
-            if self.lab.exec(host, ["sh", "-c", wait])[0] != 0:
-                raise WorkloadError(f"spims task {self.task.name}: responder {job.id} on {host} did not listen on "
-                                    f"port {port}{': ' + self.errors[-1] if self.errors else ''}")  # fmt: skip
-
-    def _target(self, job: Job) -> str:
-        assert job.responder_host is not None
-        addr = self.lab.ip(job.responder_host, family=self.task.address_family())
-        return f"[{addr}]:{self.ports[job.id]}" if ":" in addr else f"{addr}:{self.ports[job.id]}"
+            assert job.responder_host is not None
+            r = Responder(self.lab, job.responder_host, self.task.transport, self.ports[job.id], self._nice(job))
+            self.responders.append(r)
+            try:
+                r.start()
+            except TransportUnavailableError as exc:
+                self.skipped = str(exc)
+                return
 
     def _initiate(self, job: Job, index: int) -> None:
         t = self.task
-        spec = agent_job(job, t, self._target(job), t.seed + index, t.duration)
-        path = f"/tmp/spims-{t.name}-{job.id}.json"
-        host = job.initiator_host
-        assert host is not None
-        run = " ".join([*self._nice(job), BIN, "run", "--job", path])
-        script = f"printf %s {shlex.quote(json.dumps(spec))} > {path} && exec {run}"
-        code, out, err = self.lab.exec(host, ["sh", "-c", script])
-        if code == UNAVAILABLE:
-            raise WorkloadError(f"spims task {t.name}: transport {t.transport} is not available on {host}: "
-                                f"{err.strip()[-300:]}")  # fmt: skip
-        try:
-            self.results[job.id] = json.loads(out.strip().splitlines()[-1])
-        except (ValueError, IndexError):
-            raise WorkloadError(f"spims task {t.name}: initiator {job.id} on {host} exit {code}, no result: "
-                                f"{(err or out).strip()[-300:]}") from None  # fmt: skip
+        assert job.initiator_host is not None and job.responder_host is not None
+        address = self.lab.ip(job.responder_host, family=t.address_family())
+        spec = agent_job(job, t, target(address, self.ports[job.id]), t.seed + index, t.duration)
+        code, self.results[job.id] = initiate(self.lab, job.initiator_host, spec, f"{t.name}-{job.id}", self._nice(job))
         if code != 0 and job.role == "measured":
-            raise WorkloadError(f"spims task {t.name}: initiator {job.id} on {host} exit {code}: {err.strip()[-300:]}")
+            raise WorkloadError(f"spims task {t.name}: initiator {job.id} on {job.initiator_host} exit {code}: "
+                                f"{self.results[job.id].get('error', '')}")  # fmt: skip
 
     def _start(self, job: Job, index: int, failures: list[BaseException]) -> threading.Thread:
         def body() -> None:
@@ -159,11 +135,14 @@ class SpimsRunner(WorkloadRunner[SpimsTask]):
         return th
 
     def run(self) -> None:
+        if self.skipped:
+            return
         try:
             for g in sorted({j.group for j in self.jobs}):
                 self._statement(g)
         finally:
-            self._stop_responders()
+            for r in self.responders:
+                r.stop()
 
     def _statement(self, g: int) -> None:
         """One statement: its background load first, then its measured parts at once; the load ended after."""
@@ -175,26 +154,22 @@ class SpimsRunner(WorkloadRunner[SpimsTask]):
         for th in [self._start(j, i, failures) for i, j in group if j.role == "measured"]:
             th.join()
         for j, th in load:
-            self.lab.exec(j.initiator_host or "", ["pkill", "-INT", "-f", f"spims-{self.task.name}-{j.id}.json"])
+            interrupt(self.lab, j.initiator_host or "", f"{self.task.name}-{j.id}")
             th.join(timeout=30)
         if failures:
             raise failures[0]
-
-    def _stop_responders(self) -> None:
-        for job in self.jobs:
-            self.lab.exec(job.responder_host or "", ["pkill", "-TERM", "-f", f"{BIN} serve .*:{self.ports[job.id]}$"])
-        for th in self._servers:
-            th.join(timeout=10)
-        self._servers = []
 
     def raw(self) -> dict[str, Any]:
         trimmed = {
             k: {**v, "samples_seconds": (v.get("samples_seconds") or [])[:20000]} for k, v in self.results.items()
         }
-        return {"jobs": [j.as_dict() for j in self.jobs], "results": trimmed, "responder_errors": self.errors}
+        errors = [r.error for r in self.responders if r.error]
+        return {"jobs": [j.as_dict() for j in self.jobs], "results": trimmed, "responder_errors": errors}
 
     def result(self) -> dict[str, float | None]:
         t, out = self.task, {}
+        if self.skipped:
+            return dict.fromkeys(t.columns())
         for g in sorted({j.group for j in self.jobs}):
             p = t.prefix(g)
             measured = [j for j in self.jobs if j.group == g and j.role == "measured" and j.id in self.results]

@@ -1,0 +1,80 @@
+"""Request/response round trips between two hosts for as long as the phase lasts, every one timed: SCIOP's
+measurement (seed 001) through protolab-spims, on one path, on both at once (MPTCP) or redundantly (the same
+request on both paths, the first reply wins: the application's upper bound).
+
+    - {kind: request_response, name: rr, client: h1, server: h2, transport: mptcp, mptcp: fullmesh,
+       size: 1024B, duration: 20s}
+
+Paths: the client sends to the server's first interface (path A on dual_homed). `transport: mptcp` with
+`mptcp: backup|fullmesh` configures the in-kernel path manager on both hosts for a second subflow over their
+second interfaces (the server signals its second address; the client's second address is a `subflow`
+endpoint, `backup` while path A works, or `fullmesh`); `redundant: true` sends every request on both paths
+over two connections of `transport`. `rto_min` sets the route option on both hosts' routes (TCP and MPTCP
+retransmit sooner than the kernel's 200 ms).
+
+Columns: `<task>_rtt_{mean,p50,p99,p999,max}_seconds`, `<task>_exchanges_total`, `<task>_late_total` and
+`<task>_late_ratio` (round trips longer than `late_bound`, 50 ms: SCIOP's goal), `<task>_timeouts_total`,
+and with link faults in the phase `<task>_failover_max_seconds`: for each link going down, how long after it
+the exchange in flight at that moment completed (0 when none was later than `late_bound`). Raw series
+`<task>_late_rtt_seconds` (every late round trip, at its start) and `<task>_block_max_seconds` (the maximum of
+each block of `block` round trips: Fig. 8's per-experiment maxima).
+"""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import Field, model_validator
+
+from ..units import Bytes, Seconds
+from .base import TaskModel, workload
+from .spims import TRANSPORTS
+
+
+@workload("request_response", runner="protolab.workloads.request_response_runner:RequestResponseRunner")
+class RequestResponseTask(TaskModel):
+    kind: Literal["request_response"]
+    client: str = Field(..., description="host that sends the requests")
+    server: str = Field(..., description="host that answers")
+    transport: str = Field("tcp", description=f"the protocol implementation: {', '.join(TRANSPORTS)}")
+    mptcp: Literal["backup", "fullmesh"] | None = Field(
+        None, description="mptcp: a second subflow over the hosts' second interfaces, as a backup or both in use"
+    )
+    redundant: bool = Field(False, description="every request on both paths (two connections); first reply wins")
+    size: Bytes = Field(64, description="request and response payload, e.g. '1024B'")
+    interval: Seconds | None = Field(None, description="pause between round trips (default: none, back to back)")
+    late_bound: Seconds = Field(0.05, description="a round trip longer than this is late (SCIOP's goal: 50ms)")
+    timeout: Seconds = Field(5.0, description="one round trip's limit; past it the exchange counts as a timeout")
+    rto_min: Seconds | None = Field(None, description="route option rto_min on both hosts, e.g. '10ms'")
+    options: dict[str, str] = Field(default_factory=dict, description="transport knobs, e.g. {user_timeout: 2s}")
+    block: int = Field(10000, ge=10, description="round trips per block whose maximum is kept (Fig. 8)")
+    port: int = Field(7200, ge=1024, le=65000)
+    family: Literal["ipv4", "ipv6"] = Field("ipv4", description="the server's IPv4 addresses or their IPv6 twins")
+
+    @model_validator(mode="after")
+    def _sane(self) -> RequestResponseTask:
+        if self.client == self.server:
+            raise ValueError("client and server are the same host")
+        if self.transport not in TRANSPORTS:
+            raise ValueError(f"unknown transport {self.transport!r}; registered: {', '.join(TRANSPORTS)}")
+        if self.mptcp and self.transport != "mptcp":
+            raise ValueError(f"mptcp: {self.mptcp} needs transport: mptcp")
+        if self.redundant and self.mptcp:
+            raise ValueError("redundant sends on two connections itself; give mptcp or redundant, not both")
+        if self.transport == "udp" and self.size > 65503:
+            raise ValueError("udp carries at most 65503 bytes a message")
+        return self
+
+    def address_family(self) -> int:
+        return 6 if self.family == "ipv6" else 4
+
+    def two_paths(self) -> bool:
+        return bool(self.mptcp) or self.redundant
+
+    def nodes(self) -> list[str]:
+        return [self.client, self.server]
+
+    def columns(self) -> list[str]:
+        n = self.name
+        return [*(f"{n}_rtt_{s}_seconds" for s in ("mean", "p50", "p99", "p999", "max")), f"{n}_exchanges_total",
+                f"{n}_late_total", f"{n}_late_ratio", f"{n}_timeouts_total", f"{n}_failover_max_seconds"]  # fmt: skip

@@ -1,0 +1,172 @@
+"""Running a request_response task: the hosts' MPTCP path manager and route options set for the phase and put
+back after it, one responder, one initiator that runs until the phase's duration, and `ip mptcp monitor` on the
+client while it runs (the subflows' events, in raw/)."""
+
+from __future__ import annotations
+
+import threading
+from typing import Any
+
+from .base import WorkloadError, WorkloadRunner
+from .request_response import RequestResponseTask
+from .spims_agent import Responder, TransportUnavailableError, initiate, target
+
+MPTCP_SYSCTLS = ("net.mptcp.enabled", "net.mptcp.path_manager", "net.mptcp.scheduler", "net.mptcp.stale_loss_cnt")
+
+
+def failover(late_at_ns: list[int], late_seconds: list[float], edges: list[float]) -> float | None:
+    """The longest time from a link going down (unix seconds) to the completion of the exchange in flight at that
+    moment, over the late exchanges; 0 when no late exchange spans an edge; None without edges."""
+    if not edges:
+        return None
+    worst = 0.0
+    for start_ns, rtt in zip(late_at_ns, late_seconds, strict=False):
+        start = start_ns / 1e9
+        for edge in edges:
+            if start <= edge <= start + rtt:
+                worst = max(worst, start + rtt - edge)
+    return worst
+
+
+class RequestResponseRunner(WorkloadRunner[RequestResponseTask]):
+    def __init__(self, task: RequestResponseTask, lab: Any) -> None:
+        super().__init__(task, lab)
+        self.result_json: dict[str, Any] = {}
+        self.responder: Responder | None = None
+        self.setup: dict[str, Any] = {}
+        self.monitor: dict[str, str] = {}
+        self._undo: list[tuple[str, list[str]]] = []
+        self._monitor_thread: threading.Thread | None = None
+
+    def _sh(self, node: str, script: str, undo: str | None = None) -> str:
+        code, out, err = self.lab.exec(node, ["sh", "-c", script])
+        if code != 0:
+            raise WorkloadError(f"request_response task {self.task.name} on {node}: `{script}`: {(err or out)[-300:]}")
+        if undo:
+            self._undo.append((node, ["sh", "-c", undo]))
+        return out
+
+    def _intf(self, node: str, index: int) -> str:
+        return self.lab.net.get(node).intfList()[index].name
+
+    def _address(self, node: str, index: int) -> str:
+        return self.lab.ip(node, index, family=self.task.address_family())
+
+    def prepare(self) -> None:
+        t = self.task
+        if t.two_paths():
+            for node in (t.client, t.server):
+                if len(self.lab.net.get(node).intfList()) < 2:
+                    raise WorkloadError(f"request_response task {t.name}: {node} has one interface; mptcp and "
+                                        "redundant need two (a dual_homed topology)")  # fmt: skip
+        if t.mptcp:
+            for node in (t.client, t.server):
+                limits = "ip mptcp limits set subflows {0} add_addr_accepted {0}"
+                self._sh(node, "ip mptcp endpoint flush && " + limits.format(2),
+                         undo="ip mptcp endpoint flush; " + limits.format(0))  # fmt: skip
+            self._sh(t.server, f"ip mptcp endpoint add {self._address(t.server, 1)} dev {self._intf(t.server, 1)} "
+                               "signal")  # fmt: skip
+            flag = "backup" if t.mptcp == "backup" else "fullmesh"
+            self._sh(t.client, f"ip mptcp endpoint add {self._address(t.client, 1)} dev {self._intf(t.client, 1)} "
+                               f"subflow {flag}")  # fmt: skip
+            for node in (t.client, t.server):
+                self.setup[node] = {
+                    "endpoints": self._sh(node, "ip mptcp endpoint show").strip(),
+                    "limits": self._sh(node, "ip mptcp limits show").strip(),
+                    "sysctls": self._sh(node, "sysctl " + " ".join(MPTCP_SYSCTLS) + " 2>/dev/null || true").strip(),
+                }  # fmt: skip
+        if t.rto_min is not None:
+            for node in (t.client, t.server):
+                routes = [r for r in self._sh(node, "ip -o route show").splitlines() if r and "rto_min" not in r
+                          and not r.startswith(("224.", "multicast"))]  # fmt: skip
+                for r in routes:
+                    self._sh(node, f"ip route change {r} rto_min {t.rto_min * 1e3:g}ms", undo=f"ip route replace {r}")
+                self.setup.setdefault(node, {})["routes"] = self._sh(node, "ip route show").strip()
+        self.responder = Responder(self.lab, t.server, t.transport, t.port)
+        try:
+            self.responder.start()
+        except TransportUnavailableError as exc:
+            self.skipped = str(exc)
+            self._restore()
+            return
+        if t.transport == "mptcp":
+            self._monitor_thread = threading.Thread(target=self._monitor, daemon=True, name=f"mptcp-{t.name}")
+            self._monitor_thread.start()
+
+    def _monitor(self) -> None:
+        """`ip -ts mptcp monitor` on the client until run() ends it (its lines are the subflows' timeline)."""
+        code, out, err = self.lab.exec(self.task.client, ["timeout", "-s", "INT", f"{self.task.duration + 30:g}",
+                                                          "ip", "-ts", "mptcp", "monitor"])  # fmt: skip
+        self.monitor = {"stdout": out[-200000:], "stderr": err[-2000:]}
+
+    def job(self) -> dict[str, Any]:
+        t = self.task
+        job: dict[str, Any] = {
+            "procedure": "request_response", "transport": t.transport, "iterations": 0,
+            "target": target(self._address(t.server, 0), t.port), "time_limit": f"{t.duration:g}s",
+            "size": {"dist": "constant", "value": t.size}, "timeout": f"{t.timeout:g}s",
+            "late_bound": f"{t.late_bound:g}s", "block": t.block,
+        }  # fmt: skip
+        if t.interval:
+            job["delay"] = {"dist": "constant", "value": f"{t.interval:g}s"}
+        if t.redundant:
+            job |= {"source": self._address(t.client, 0), "source2": self._address(t.client, 1),
+                    "target2": target(self._address(t.server, 1), t.port)}  # fmt: skip
+        if t.options:
+            job["options"] = dict(t.options)
+        return job
+
+    def run(self) -> None:
+        t = self.task
+        if self.skipped:
+            return
+        try:
+            code, self.result_json = initiate(self.lab, t.client, self.job(), t.name)
+            if code != 0:
+                raise WorkloadError(f"request_response task {t.name}: exit {code}: {self.result_json.get('error')}")
+        finally:
+            if self.responder is not None:
+                self.responder.stop()
+            if self._monitor_thread is not None:
+                self.lab.exec(t.client, ["pkill", "-INT", "-f", "ip -ts mptcp monitor"])
+                self._monitor_thread.join(timeout=10)
+            self._restore()
+
+    def _restore(self) -> None:
+        """The hosts' MPTCP endpoints and routes as they were before the task."""
+        for node, cmd in reversed(self._undo):
+            self.lab.exec(node, cmd)
+        self._undo = []
+
+    def fault_edges(self, events: list[Any]) -> dict[str, float | None]:
+        """Failover after every link that went down: cut (`down`) or black-holed (`set` to 100 % loss)."""
+        edges = [e.wall for e in events if e.wall is not None and (e.action == "down" or (
+            e.action == "set" and e.impairment is not None and (e.impairment.loss or 0) >= 1.0))]  # fmt: skip
+        r = self.result_json
+        worst = failover(r.get("late_at_unix_ns") or [], r.get("late_seconds") or [], edges)
+        return {f"{self.task.name}_failover_max_seconds": worst}
+
+    def series(self) -> list[tuple[str, float, float]]:
+        r, n = self.result_json, self.task.name
+        late = [(f"{n}_late_rtt_seconds", s / 1e9, v)
+                for s, v in zip(r.get("late_at_unix_ns") or [], r.get("late_seconds") or [], strict=False)]  # fmt: skip
+        start, blocks = (r.get("start_unix_ns") or 0) / 1e9, r.get("block_max_seconds") or []
+        span = (r.get("elapsed_seconds") or 0) / max(1, len(blocks))
+        return late + [(f"{n}_block_max_seconds", start + i * span, v) for i, v in enumerate(blocks)]
+
+    def raw(self) -> dict[str, Any]:
+        return {"result": self.result_json, "setup": self.setup, "mptcp_monitor": self.monitor}
+
+    def result(self) -> dict[str, float | None]:
+        r, n = self.result_json, self.task.name
+        if self.skipped:
+            return dict.fromkeys(self.task.columns())
+        s = r.get("seconds") or {}
+        done, late = r.get("completed") or 0, r.get("late") or 0
+        return {
+            f"{n}_rtt_mean_seconds": s.get("mean"), f"{n}_rtt_p50_seconds": s.get("p50"),
+            f"{n}_rtt_p99_seconds": s.get("p99"), f"{n}_rtt_p999_seconds": s.get("p999"),
+            f"{n}_rtt_max_seconds": s.get("max"), f"{n}_exchanges_total": float(done),
+            f"{n}_late_total": float(late), f"{n}_late_ratio": late / done if done else None,
+            f"{n}_timeouts_total": float(r.get("timeouts") or 0), f"{n}_failover_max_seconds": None,
+        }  # fmt: skip
