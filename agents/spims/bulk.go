@@ -3,6 +3,7 @@ package spims
 import (
 	"context"
 	"encoding/binary"
+	"encoding/json"
 	"fmt"
 	"time"
 
@@ -10,34 +11,70 @@ import (
 )
 
 // BulkConfig is a bulk_get run: Iterations transfers of Count units of
-// UnitSize payload bytes each, on one connection.
+// UnitSize payload bytes each, on one connection. Source is where the
+// responder takes the units from, Destination where BulkGet puts them
+// (zero values: memory); DSCP, when set, is the mark asked of the
+// responder's side.
 type BulkConfig struct {
 	Limits
-	Count    int
-	UnitSize int
+	Count       int
+	UnitSize    int
+	Source      DataSpec
+	Destination DataSpec
+	DSCP        *int
+}
+
+// settings are what the responder is told before the first transfer,
+// nil when nothing.
+func (cfg BulkConfig) settings() *bulkSettings {
+	src := cfg.Source.orMemory()
+	if cfg.DSCP == nil && src.Access == AccessMemory {
+		return nil
+	}
+	s := &bulkSettings{DSCP: cfg.DSCP}
+	if src.Access != AccessMemory {
+		s.SourceData = &src
+	}
+	return s
 }
 
 // BulkOutcome is the throughput of each transfer, bytes/s, at the
-// receiver (start request sent to last unit read: no unit is in transit
-// when the clock starts or stops, as SPIMS requires) and at the sender (the
-// responder's first write to its last write's return, sent back in its
-// stop answer).
+// receiver (start request sent to last unit read and stored: no unit is in
+// transit when the clock starts or stops, as SPIMS requires) and at the
+// sender (the responder's first fetch from its source to its last write's
+// return, sent back in its stop answer).
 type BulkOutcome struct {
 	Receiver []float64
 	Sender   []float64
 }
 
-// BulkGet asks the responder for Count units and receives them, Iterations
-// times (SPIMS bulk_get). Timeout bounds the wait for each unit; a
-// transfer that stalls past it ends the run with an error, since the stream
-// would be out of step.
-func BulkGet(ctx context.Context, c transport.Conn, cfg BulkConfig, live *Live) (*Outcome, error) {
-	out := &Outcome{Rec: &Recorder{LateBound: cfg.LateBound}, Start: time.Now(), Bulk: &BulkOutcome{}}
+// BulkGet asks the responder for Count units and receives them into the
+// destination, Iterations times (SPIMS bulk_get). Timeout bounds the wait
+// for each unit; a transfer that stalls past it ends the run with an
+// error, since the stream would be out of step. Settings for the
+// responder (source, DSCP) go first, in a transfer of no units that is not
+// timed; a responder that refuses them makes a *BadJob.
+func BulkGet(ctx context.Context, c transport.Conn, cfg BulkConfig, live *Live) (out *Outcome, err error) {
+	if s := cfg.settings(); s != nil {
+		if err := bulkSetup(c, s, cfg.Timeout); err != nil {
+			return nil, err
+		}
+	}
+	dst, err := openSink(cfg.Destination)
+	if err != nil {
+		return nil, err
+	}
+	defer func() {
+		if cerr := dst.Close(); cerr != nil && err == nil {
+			err = fmt.Errorf("destination_data: %w", cerr)
+		}
+	}()
+	out = &Outcome{Rec: &Recorder{LateBound: cfg.LateBound}, Start: time.Now(), Bulk: &BulkOutcome{}}
 	clk := newClock(ctx, cfg.Limits, out.Start)
 	stopWake := context.AfterFunc(ctx, func() { c.SetDeadline(time.Now()) })
 	defer stopWake()
 	bytes := int64(cfg.Count) * int64(cfg.UnitSize)
-	var msg, buf []byte
+	var msg, ans []byte
 	for i := 0; ; i++ {
 		if out.Stopped = clk.stop(i); out.Stopped != "" {
 			break
@@ -53,14 +90,23 @@ func BulkGet(ctx context.Context, c transport.Conn, cfg BulkConfig, live *Live) 
 			if u%64 == 0 {
 				c.SetDeadline(time.Now().Add(cfg.Timeout))
 			}
-			m, err := c.ReadMsg(buf)
+			b, err := dst.buf(cfg.UnitSize)
+			if err != nil {
+				return out.end(), fmt.Errorf("transfer %d: unit %d: %w", i, u, err)
+			}
+			m, err := c.ReadMsg(b)
 			if err != nil {
 				return out.end(), stopErr(ctx, out, fmt.Errorf("transfer %d: unit %d of %d: %w", i, u, cfg.Count, err))
 			}
-			buf = m
 			h, err := parseHeader(m)
+			if rerr := refusal(h, m); err == nil && rerr != nil {
+				return out.end(), fmt.Errorf("transfer %d: unit %d of %d: %w", i, u, cfg.Count, rerr)
+			}
 			if err != nil || h.op != opBulkData || h.seq != uint32(u) || len(m)-Header != cfg.UnitSize {
 				return out.end(), fmt.Errorf("transfer %d: unit %d of %d: got op 0x%02x seq %d with %d bytes (%v)", i, u, cfg.Count, h.op, h.seq, len(m)-Header, err)
+			}
+			if err := dst.put(m); err != nil {
+				return out.end(), fmt.Errorf("transfer %d: unit %d of %d: %w", i, u, cfg.Count, err)
 			}
 			out.RecvBytes += int64(cfg.UnitSize)
 		}
@@ -70,10 +116,11 @@ func BulkGet(ctx context.Context, c transport.Conn, cfg BulkConfig, live *Live) 
 		if err := c.WriteMsg(msg); err != nil {
 			return out.end(), stopErr(ctx, out, fmt.Errorf("transfer %d: stop: %w", i, err))
 		}
-		m, err := c.ReadMsg(buf)
+		m, err := c.ReadMsg(ans)
 		if err != nil {
 			return out.end(), stopErr(ctx, out, fmt.Errorf("transfer %d: stop answer: %w", i, err))
 		}
+		ans = m
 		h, err := parseHeader(m)
 		if err != nil || h.op != opBulkDone || len(m) != Header+16 {
 			return out.end(), fmt.Errorf("transfer %d: want the stop answer, got op 0x%02x (%v)", i, h.op, err)
@@ -88,6 +135,39 @@ func BulkGet(ctx context.Context, c transport.Conn, cfg BulkConfig, live *Live) 
 		out.Bulk.Sender = append(out.Bulk.Sender, float64(bytes)/(float64(max(senderNs, 1))/1e9))
 	}
 	return out.end(), nil
+}
+
+// bulkSetup tells the responder s in a transfer of no units and checks
+// that it took them.
+func bulkSetup(c transport.Conn, s *bulkSettings, timeout time.Duration) error {
+	payload, err := json.Marshal(s)
+	if err != nil {
+		return err
+	}
+	c.SetDeadline(time.Now().Add(timeout))
+	const seq = ^uint32(0)
+	if err := c.WriteMsg(append(appendMsg(nil, header{op: opBulkStart, seq: seq}, 0), payload...)); err != nil {
+		return fmt.Errorf("bulk settings: %w", err)
+	}
+	if err := c.WriteMsg(appendMsg(nil, header{op: opBulkStop, seq: seq}, 0)); err != nil {
+		return fmt.Errorf("bulk settings: stop: %w", err)
+	}
+	m, err := c.ReadMsg(nil)
+	if err != nil {
+		return fmt.Errorf("bulk settings %s: answer: %w", payload, err)
+	}
+	h, err := parseHeader(m)
+	switch {
+	case err != nil:
+		return fmt.Errorf("bulk settings: answer: %w", err)
+	case h.op == opError:
+		return bad("the responder refused %s: %s", payload, m[Header:])
+	case h.op == opBulkDone && len(m) == Header+17 && m[Header+16] == 1:
+		return nil
+	case h.op == opBulkDone:
+		return bad("the responder ignored %s: its protolab-spims predates source_data and dscp for bulk_get; update it", payload)
+	}
+	return fmt.Errorf("bulk settings: want the stop answer, got op 0x%02x", h.op)
 }
 
 // stopErr is nil when the run was interrupted (the error is the wake-up),

@@ -95,6 +95,9 @@ func exchange(c transport.Conn, dl time.Time, msg []byte, seq uint32, m int, buf
 	if err != nil {
 		return err
 	}
+	if err := refusal(h, r); err != nil {
+		return err
+	}
 	if h.op != opResponse || h.seq != seq || len(r)-Header != m {
 		return fmt.Errorf("want response %d of %d bytes, got op 0x%02x seq %d of %d bytes", seq, m, h.op, h.seq, len(r)-Header)
 	}

@@ -27,12 +27,55 @@
 // dropped and the run goes on with the other, a path that does not answer
 // (a black hole) just never wins. The result counts each path's wins.
 //
+// # Source and destination
+//
+// SPIMS Appendix B names where the data units come from and go:
+// <source> ::= "<" access, <destination> ::= ">" access, access ::= FILE
+// name | MEMORY | VIRTUAL MEMORY. A job says it with source_data (at the
+// side that sends the units: the responder for bulk_get, the initiator's
+// requests for request_response) and destination_data (where bulk_get's
+// initiator puts the units it receives), each {"access": ..., "path":
+// ...}:
+//
+//   - memory (the default): one buffer, reused; its payload is zeros and
+//     never rewritten, so a unit costs its header.
+//   - virtual_memory: every unit in pages mapped for it alone (mmap),
+//     written once per page by the sender or filled by the read at the
+//     receiver, and unmapped after: the page faults, the zeroing by the
+//     kernel and the mmap/munmap calls are part of the measured time.
+//   - file: an absolute path. The sender reads each unit's payload where
+//     the last one ended, from the start again at the end of the file; the
+//     receiver truncates the file when the run starts and appends each unit
+//     as it arrives (write(2) into the page cache, no fsync), inside the
+//     measured time. A request source that is missing or empty is a job
+//     error before anything is sent; a bulk source is the responder's,
+//     checked by the responder before the first transfer.
+//
+// Fetching from the source is inside the time: a request_response round
+// trip starts before the request's payload is fetched, a bulk transfer's
+// sender time before the first unit's. Dual mode takes its requests from
+// memory only (both paths send one buffer).
+//
+// # DiffServ marking
+//
+// The dscp knob (options {"dscp": "46"} or a name, "ef", "af41", "cs1";
+// package transport) marks the initiator's sockets, and the responder
+// marks its side of each connection with the same code point as asked:
+// each request carries it (proto.go) and the responder sets it on the
+// connection before answering; bulk_get sends it, with the source, in an
+// untimed transfer of no units before the first. A responder started with
+// serve --option dscp=N marks every connection from its handshake on.
+// The result's paths[].tuning.dscp is read back from the initiator's
+// socket.
+//
 // # Wire
 //
 // Every message starts with a 13-byte header (op, sequence number, two
 // arguments; see proto.go), then the payload. Sizes in a job are payload
 // bytes; the header and the transport's framing come on top. The responder
-// (Serve) answers every procedure on every connection it accepts.
+// (Serve) answers every procedure on every connection it accepts, one
+// serve for every job: what a job asks of it (the mark, the bulk source)
+// travels in the connection and holds for that connection.
 //
 // # Results
 //

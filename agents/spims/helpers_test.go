@@ -25,6 +25,12 @@ func responder(t testing.TB, name, host string) string {
 	if err != nil {
 		t.Fatal(err)
 	}
+	return serveOn(t, ln)
+}
+
+// serveOn runs Serve on ln until the test ends; it returns the address.
+func serveOn(t testing.TB, ln transport.Listener) string {
+	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() { done <- Serve(ctx, ln, nil, t.Logf) }()

@@ -26,6 +26,12 @@ const Schema = "protolab-spims/1"
 
 // Job is what `protolab-spims run` reads: one measurement, JSON. Sizes
 // are payload bytes (JSON numbers), times are durations with units.
+// SourceData is where the sender takes data units from (the responder for
+// bulk_get, the initiator's requests for request_response), DestinationData
+// where the bulk_get initiator puts them; both {"access": "memory" |
+// "virtual_memory" | "file", "path": "/absolute/path"}, memory when absent.
+// Options are the transport's knobs; "dscp" also asks the responder to
+// mark its side of the connection.
 type Job struct {
 	Procedure    string            `json:"procedure"`
 	Transport    string            `json:"transport"`
@@ -44,6 +50,9 @@ type Job struct {
 	Seed         int64             `json:"seed,omitempty"`
 	Samples      bool              `json:"samples,omitempty"`
 	Options      map[string]string `json:"options,omitempty"`
+
+	SourceData      *DataSpec `json:"source_data,omitempty"`
+	DestinationData *DataSpec `json:"destination_data,omitempty"`
 }
 
 // Defaults of a job's optional fields.
@@ -81,6 +90,9 @@ type Plan struct {
 	Exchange     bool // connect_disconnect: one exchange per connection
 	UnitSize     int  // bulk_get
 	Count        int  // bulk_get
+	Source       DataSpec
+	Destination  DataSpec
+	DSCP         *int // the dscp knob; nil: none
 }
 
 // BadJob is a job that cannot run as written.
@@ -222,10 +234,62 @@ func Resolve(j Job) (*Plan, error) {
 	if err := transport.CheckKnobs(t, j.Options); err != nil {
 		return nil, bad("options: %v", err)
 	}
+	if v, ok := j.Options["dscp"]; ok {
+		d, err := transport.ParseDSCP(v)
+		if err != nil {
+			return nil, bad("options: %v", err)
+		}
+		p.DSCP = &d
+	}
+	if err := resolveData(p); err != nil {
+		return nil, err
+	}
 	if err := t.Available(); err != nil {
 		return nil, err
 	}
 	return p, nil
+}
+
+// resolveData checks source_data and destination_data, and the files on
+// this side: a request source must be there and not empty, a bulk
+// destination's directory must exist.
+func resolveData(p *Plan) error {
+	j := p.Job
+	p.Source, p.Destination = DataSpec{Access: AccessMemory}, DataSpec{Access: AccessMemory}
+	if j.SourceData != nil {
+		if j.Procedure == ProcConnectDisconnect {
+			return bad("source_data is for request_response (the initiator's requests) and bulk_get (the responder's units)")
+		}
+		if err := j.SourceData.check("source_data"); err != nil {
+			return bad("%v", err)
+		}
+		p.Source = *j.SourceData
+		if j.Target2 != "" && p.Source.Access != AccessMemory {
+			return bad("source_data %s with target2: dual mode sends one request buffer on both paths, from memory only", p.Source)
+		}
+		if j.Procedure == ProcRequestResponse && p.Source.Access == AccessFile {
+			src, err := openFileSource(p.Source.Path)
+			if err != nil {
+				return bad("source_data: %v", err)
+			}
+			src.Close()
+		}
+	}
+	if j.DestinationData != nil {
+		if j.Procedure != ProcBulkGet {
+			return bad("destination_data is for bulk_get (where the initiator puts the units it receives)")
+		}
+		if err := j.DestinationData.check("destination_data"); err != nil {
+			return bad("%v", err)
+		}
+		p.Destination = *j.DestinationData
+		if p.Destination.Access == AccessFile {
+			if err := checkDestination(p.Destination.Path); err != nil {
+				return bad("destination_data: %v", err)
+			}
+		}
+	}
+	return nil
 }
 
 func streamNames() string {
@@ -252,7 +316,7 @@ func ParseJob(b []byte) (*Plan, error) {
 func Run(ctx context.Context, p *Plan, live *Live) (*Result, error) {
 	j := p.Job
 	o := transport.Options{Knobs: j.Options}
-	rr := RRConfig{Limits: p.Limits, Size: p.Size, ResponseSize: p.ResponseSize, Delay: p.Delay, Seed: j.Seed, MaxPayload: MaxPayload(p.T)}
+	rr := RRConfig{Limits: p.Limits, Size: p.Size, ResponseSize: p.ResponseSize, Delay: p.Delay, Seed: j.Seed, MaxPayload: MaxPayload(p.T), Source: p.Source, DSCP: p.DSCP}
 	res := newResult(p)
 	var out *Outcome
 	var err error
@@ -282,7 +346,8 @@ func Run(ctx context.Context, p *Plan, live *Live) (*Result, error) {
 			}
 		}()
 		if j.Procedure == ProcBulkGet {
-			out, err = BulkGet(ctx, paths[0].Conn, BulkConfig{Limits: p.Limits, Count: p.Count, UnitSize: p.UnitSize}, live)
+			out, err = BulkGet(ctx, paths[0].Conn, BulkConfig{Limits: p.Limits, Count: p.Count, UnitSize: p.UnitSize,
+				Source: p.Source, Destination: p.Destination, DSCP: p.DSCP}, live)
 		} else {
 			out, err = RequestResponse(ctx, paths, rr, live)
 		}

@@ -8,16 +8,33 @@ import (
 )
 
 // Every spims message (one transport message) starts with a 13-byte
-// header, big-endian, followed by the payload (zero bytes):
+// header, big-endian, followed by the payload (zero bytes, or the data
+// units of a job's source_data):
 //
 //	0  op   uint8
 //	1  seq  uint32  request number / data unit index
 //	5  a    uint32  request: response payload bytes; bulk start: units
-//	9  b    uint32  bulk start: bytes per unit
+//	9  b    uint32  bulk start: bytes per unit; request: 0, or markDSCP|dscp
 //	13 payload
 //
 // A size in a job is the payload; the header (and the transport's framing)
 // comes on top.
+//
+// Settings that hold for the rest of a connection travel in two
+// backward-compatible ways (a responder that predates them ignores both,
+// an initiator that predates them never sends them):
+//
+//   - a request whose b has markDSCP set asks the responder to mark this
+//     connection's replies with the DSCP in b's low 6 bits (before it
+//     answers that request); 0 asks nothing;
+//   - a bulk start may carry a JSON payload, bulkSettings: {"dscp": 46,
+//     "source_data": {"access": "file", "path": "/srv/spims/data"}}. The
+//     initiator sends it once per connection, in a transfer of no units
+//     before its clock starts; the responder applies it and answers the
+//     stop with a 17th payload byte 1 (a responder that predates settings
+//     answers 16 bytes, which the initiator reports), or refuses with
+//     opError in place of the units (the file is missing, ...) and then
+//     reads the stop.
 const Header = 13
 
 // Operations.
@@ -27,13 +44,41 @@ const (
 	opBulkStop  = 3    // initiator: all units arrived
 	opResponse  = 0x81 // responder: the answer to request seq
 	opBulkData  = 0x82 // responder: unit seq
-	opBulkDone  = 0x83 // responder: payload = sender ns (8 bytes) + bytes sent (8 bytes)
+	opBulkDone  = 0x83 // responder: payload = sender ns (8 bytes) + bytes sent (8 bytes) [+ 1: settings applied]
+	opError     = 0x84 // responder: payload = why it cannot answer (text), in place of a response or a unit
 )
+
+// markDSCP in a request's b says its low 6 bits are a DSCP for the
+// responder's side of the connection.
+const markDSCP = 0x100
+
+// dscpWord is a request's b for the DSCP d (nil: none).
+func dscpWord(d *int) uint32 {
+	if d == nil {
+		return 0
+	}
+	return markDSCP | uint32(*d)&63
+}
+
+// bulkSettings is the payload of a bulk start that changes the
+// responder's side of the connection from then on.
+type bulkSettings struct {
+	DSCP       *int      `json:"dscp,omitempty"`
+	SourceData *DataSpec `json:"source_data,omitempty"`
+}
 
 type header struct {
 	op   uint8
 	seq  uint32
 	a, b uint32
+}
+
+// putHeader writes h over the first Header bytes of m.
+func putHeader(m []byte, h header) {
+	m[0] = h.op
+	binary.BigEndian.PutUint32(m[1:], h.seq)
+	binary.BigEndian.PutUint32(m[5:], h.a)
+	binary.BigEndian.PutUint32(m[9:], h.b)
 }
 
 // appendMsg appends a message of header h and n payload bytes (zero) to dst.
@@ -50,6 +95,20 @@ func appendMsg(dst []byte, h header, n int) []byte {
 	end := len(dst) + n
 	clear(dst[len(dst):end])
 	return dst[:end]
+}
+
+// errorMsg is the responder's opError message for seq.
+func errorMsg(seq uint32, err error) []byte {
+	return append(appendMsg(nil, header{op: opError, seq: seq}, 0), err.Error()...)
+}
+
+// refusal is the error a responder's opError message m reports; nil when
+// m is something else.
+func refusal(h header, m []byte) error {
+	if h.op != opError {
+		return nil
+	}
+	return fmt.Errorf("responder: %s", m[Header:])
 }
 
 func parseHeader(m []byte) (header, error) {

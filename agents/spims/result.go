@@ -19,8 +19,10 @@ type Result struct {
 	ResponseSize     string            `json:"response_size,omitempty"`
 	Delay            string            `json:"delay,omitempty"`
 	Seed             int64             `json:"seed"`
-	Options          map[string]string `json:"options"`    // the transport knobs asked for (paths[].tuning has what is in force)
-	Iterations       int               `json:"iterations"` // asked for; 0: until time_limit
+	Options          map[string]string `json:"options"`                    // the transport knobs asked for (paths[].tuning has what is in force)
+	SourceData       *DataSpec         `json:"source_data,omitempty"`      // request_response, bulk_get
+	DestinationData  *DataSpec         `json:"destination_data,omitempty"` // bulk_get
+	Iterations       int               `json:"iterations"`                 // asked for; 0: until time_limit
 	TimeLimitSeconds Float             `json:"time_limit_seconds"`
 	TimeoutSeconds   Float             `json:"timeout_seconds"`
 	LateBoundSeconds Float             `json:"late_bound_seconds"`
@@ -89,7 +91,13 @@ func newResult(p *Plan) *Result {
 	if j.Procedure == ProcConnectDisconnect && !p.Exchange {
 		r.Size = "no exchange"
 	}
+	if j.Procedure != ProcConnectDisconnect {
+		src := p.Source.orMemory()
+		r.SourceData = &src
+	}
 	if j.Procedure == ProcBulkGet {
+		dst := p.Destination.orMemory()
+		r.DestinationData = &dst
 		r.Bulk = &BulkResult{Units: p.Count, UnitBytes: p.UnitSize, TransferBytes: int64(p.Count) * int64(p.UnitSize)}
 	}
 	return r

@@ -111,7 +111,9 @@ type RRConfig struct {
 	ResponseSize *Dist // response payload, bytes; nil: as large as the request
 	Delay        *Dist // pause after each response, seconds; nil: none
 	Seed         int64
-	MaxPayload   int // largest payload the transport carries
+	MaxPayload   int      // largest payload the transport carries
+	Source       DataSpec // where request payloads come from; zero: memory (dual mode: memory only)
+	DSCP         *int     // asked of the responder in every request; nil: nothing asked
 }
 
 // RequestResponse sends requests and times each round trip (SPIMS
@@ -128,6 +130,9 @@ func RequestResponse(ctx context.Context, paths []*Path, cfg RRConfig, live *Liv
 			return nil, fmt.Errorf("request_response: %w", paths[0].Err)
 		}
 		return rrSingle(ctx, paths[0].Conn, cfg, live)
+	}
+	if a := cfg.Source.orMemory().Access; a != AccessMemory {
+		return nil, fmt.Errorf("request_response: dual mode takes its requests from memory, not %s", a)
 	}
 	return rrMulti(ctx, paths, cfg, live)
 }
@@ -147,14 +152,26 @@ func newDraws(cfg RRConfig) *draws {
 	return &draws{cfg: cfg, size: newRand(cfg.Seed, 1), resp: newRand(cfg.Seed, 2), delay: newRand(cfg.Seed, 3), maxPayload: mp}
 }
 
-// request builds request seq into buf and returns it with its sizes.
-func (d *draws) request(buf []byte, seq uint32) ([]byte, int, int) {
-	n := d.cfg.Size.Size(d.size, d.maxPayload)
-	m := n
+// sizes draws the next request's payload n and response payload m.
+func (d *draws) sizes() (n, m int) {
+	n = d.cfg.Size.Size(d.size, d.maxPayload)
+	m = n
 	if d.cfg.ResponseSize != nil {
 		m = d.cfg.ResponseSize.Size(d.resp, d.maxPayload)
 	}
-	return appendMsg(buf[:0], header{op: opRequest, seq: seq, a: uint32(m)}, n), n, m
+	return n, m
+}
+
+// header is request seq's, asking for m bytes back.
+func (d *draws) header(seq uint32, m int) header {
+	return header{op: opRequest, seq: seq, a: uint32(m), b: dscpWord(d.cfg.DSCP)}
+}
+
+// request builds request seq into buf (zero payload) and returns it with
+// its sizes.
+func (d *draws) request(buf []byte, seq uint32) ([]byte, int, int) {
+	n, m := d.sizes()
+	return appendMsg(buf[:0], d.header(seq, m), n), n, m
 }
 
 func (d *draws) pause() time.Duration {
@@ -164,19 +181,27 @@ func (d *draws) pause() time.Duration {
 	return d.cfg.Delay.Duration(d.delay)
 }
 
+// rrSingle is request_response on one connection. The round trip's clock
+// starts before the request's payload is fetched from its source (for
+// memory, writing the header), so reading a file or faulting in fresh pages
+// is part of it.
 func rrSingle(ctx context.Context, c transport.Conn, cfg RRConfig, live *Live) (*Outcome, error) {
+	src, err := openSource(cfg.Source)
+	if err != nil {
+		return nil, fmt.Errorf("source_data: %w", err)
+	}
+	defer src.Close()
 	out := &Outcome{Rec: &Recorder{LateBound: cfg.LateBound}, Start: time.Now()}
 	clk := newClock(ctx, cfg.Limits, out.Start)
 	stopWake := context.AfterFunc(ctx, func() { c.SetDeadline(time.Now()) })
 	defer stopWake()
 	dr := newDraws(cfg)
-	var msg, buf []byte
+	var buf []byte
 	for i := 0; ; i++ {
 		if out.Stopped = clk.stop(i); out.Stopped != "" {
 			break
 		}
-		var n, m int
-		msg, n, m = dr.request(msg, uint32(i))
+		n, m := dr.sizes()
 		t0 := time.Now()
 		dl, atEnd := clk.iterDeadline(t0)
 		c.SetDeadline(dl)
@@ -185,7 +210,13 @@ func rrSingle(ctx context.Context, c transport.Conn, cfg RRConfig, live *Live) (
 			break
 		}
 		live.started()
-		if err := c.WriteMsg(msg); err != nil {
+		msg, err := src.msg(dr.header(uint32(i), m), n)
+		if err != nil {
+			return out.end(), fmt.Errorf("request %d: source_data: %w", i, err)
+		}
+		err = c.WriteMsg(msg)
+		src.release()
+		if err != nil {
 			if ctx.Err() != nil {
 				out.Stopped = StopInterrupted
 				break
@@ -217,6 +248,9 @@ func rrSingle(ctx context.Context, c transport.Conn, cfg RRConfig, live *Live) (
 			d := time.Since(t0)
 			h, err := parseHeader(reply)
 			if err != nil {
+				return out.end(), fmt.Errorf("response %d: %w", i, err)
+			}
+			if err := refusal(h, reply); err != nil {
 				return out.end(), fmt.Errorf("response %d: %w", i, err)
 			}
 			if h.op != opResponse {
@@ -301,7 +335,9 @@ func rrMulti(ctx context.Context, paths []*Path, cfg RRConfig, live *Live) (*Out
 						continue // udp gave a request up; the run's own timer counts it
 					}
 					r.err = fmt.Errorf("read: %w", err)
-				} else if h, herr := parseHeader(m); herr != nil || h.op != opResponse {
+				} else if h, herr := parseHeader(m); herr == nil && refusal(h, m) != nil {
+					r.err = refusal(h, m)
+				} else if herr != nil || h.op != opResponse {
 					r.err = fmt.Errorf("read: not a response (%v)", herr)
 				} else {
 					r.seq, r.n, buf = h.seq, len(m)-Header, m

@@ -1,8 +1,10 @@
 package spims
 
 import (
+	"bytes"
 	"context"
 	"encoding/binary"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -66,8 +68,60 @@ func Serve(ctx context.Context, ln transport.Listener, live *Live, logf func(for
 	return fmt.Errorf("accept: %w", err)
 }
 
+// served is the responder's side of one connection: the mark and the
+// bulk source its initiator asked for.
+type served struct {
+	c    transport.Conn
+	dscp int // -1: none asked
+	src  source
+}
+
+// setDSCP marks the connection with d unless it already is.
+func (cn *served) setDSCP(d int) error {
+	if d == cn.dscp {
+		return nil
+	}
+	if err := cn.c.SetDSCP(d); err != nil {
+		return fmt.Errorf("dscp %d: %w", d, err)
+	}
+	cn.dscp = d
+	return nil
+}
+
+// apply takes a bulk start's settings (JSON, see proto.go).
+func (cn *served) apply(payload []byte) error {
+	var s bulkSettings
+	dec := json.NewDecoder(bytes.NewReader(payload))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&s); err != nil {
+		return fmt.Errorf("bulk settings: %w", err)
+	}
+	if s.DSCP != nil {
+		if *s.DSCP < 0 || *s.DSCP > 63 {
+			return fmt.Errorf("dscp %d: want 0..63", *s.DSCP)
+		}
+		if err := cn.setDSCP(*s.DSCP); err != nil {
+			return err
+		}
+	}
+	if s.SourceData != nil {
+		if err := s.SourceData.check("source_data"); err != nil {
+			return err
+		}
+		src, err := openSource(*s.SourceData)
+		if err != nil {
+			return fmt.Errorf("source_data: %w", err)
+		}
+		cn.src.Close()
+		cn.src = src
+	}
+	return nil
+}
+
 // serveConn answers one connection until it ends; a clean end is nil.
 func serveConn(c transport.Conn, live *Live) error {
+	cn := &served{c: c, dscp: -1, src: &memSource{}}
+	defer func() { cn.src.Close() }()
 	var in, out []byte
 	for {
 		m, err := c.ReadMsg(in)
@@ -85,6 +139,12 @@ func serveConn(c transport.Conn, live *Live) error {
 		live.servedRecv.Add(uint64(len(m) - Header))
 		switch h.op {
 		case opRequest:
+			if h.b&markDSCP != 0 {
+				if err := cn.setDSCP(int(h.b & 63)); err != nil {
+					c.WriteMsg(errorMsg(h.seq, err))
+					return err
+				}
+			}
 			out = appendMsg(out[:0], header{op: opResponse, seq: h.seq}, int(h.a))
 			if err := c.WriteMsg(out); err != nil {
 				return err
@@ -92,7 +152,20 @@ func serveConn(c transport.Conn, live *Live) error {
 			live.served.Add(1)
 			live.servedSent.Add(uint64(h.a))
 		case opBulkStart:
-			if out, err = sendBulk(c, h, out, live); err != nil {
+			settings := len(m) > Header
+			if settings {
+				if err := cn.apply(m[Header:]); err != nil {
+					// Refused: the reason in place of the units, then the stop.
+					if err := c.WriteMsg(errorMsg(h.seq, err)); err != nil {
+						return err
+					}
+					if _, err := readStop(c); err != nil {
+						return err
+					}
+					continue
+				}
+			}
+			if out, err = sendBulk(c, h, cn.src, settings, out, live); err != nil {
 				return err
 			}
 		default:
@@ -101,33 +174,56 @@ func serveConn(c transport.Conn, live *Live) error {
 	}
 }
 
-// sendBulk streams h.a units of h.b bytes, waits for the initiator's stop
-// and answers it with the sender-side time: from the first write's start
-// to the last write's return (what the writing application saw; socket
-// buffers make it shorter than the receiver's for small transfers).
-func sendBulk(c transport.Conn, h header, out []byte, live *Live) ([]byte, error) {
+// sendBulk streams h.a units of h.b bytes from src, waits for the
+// initiator's stop and answers it with the sender-side time: from the
+// first unit's fetch from src to the last write's return (what the writing
+// application saw; socket buffers make it shorter than the receiver's for
+// small transfers). applied adds the byte that says settings were taken.
+func sendBulk(c transport.Conn, h header, src source, applied bool, out []byte, live *Live) ([]byte, error) {
 	live.served.Add(1)
-	out = appendMsg(out[:0], header{op: opBulkData}, int(h.b))
 	t0 := time.Now()
 	for i := uint32(0); i < h.a; i++ {
-		binary.BigEndian.PutUint32(out[1:], i)
-		if err := c.WriteMsg(out); err != nil {
+		m, err := src.msg(header{op: opBulkData, seq: i}, int(h.b))
+		if err != nil {
+			err = fmt.Errorf("bulk unit %d of %d: source_data: %w", i, h.a, err)
+			c.WriteMsg(errorMsg(i, err)) // read by the initiator in place of the unit
+			return out, err
+		}
+		err = c.WriteMsg(m)
+		src.release()
+		if err != nil {
 			return out, fmt.Errorf("bulk unit %d of %d: %w", i, h.a, err)
 		}
 		live.servedSent.Add(uint64(h.b))
 	}
 	el := time.Since(t0)
-	m, err := c.ReadMsg(nil)
-	if err != nil {
-		return out, fmt.Errorf("waiting for the bulk stop: %w", err)
+	if _, err := readStop(c); err != nil {
+		return out, err
 	}
-	if sh, err := parseHeader(m); err != nil || sh.op != opBulkStop {
-		return out, fmt.Errorf("want a bulk stop, got op 0x%02x (%v)", sh.op, err)
+	n := 16
+	if applied {
+		n = 17
 	}
-	out = appendMsg(out[:0], header{op: opBulkDone, seq: h.seq}, 16)
+	out = appendMsg(out[:0], header{op: opBulkDone, seq: h.seq}, n)
 	binary.BigEndian.PutUint64(out[Header:], uint64(el.Nanoseconds()))
 	binary.BigEndian.PutUint64(out[Header+8:], uint64(h.a)*uint64(h.b))
+	if applied {
+		out[Header+16] = 1
+	}
 	return out, c.WriteMsg(out)
+}
+
+// readStop reads the initiator's bulk stop.
+func readStop(c transport.Conn) (header, error) {
+	m, err := c.ReadMsg(nil)
+	if err != nil {
+		return header{}, fmt.Errorf("waiting for the bulk stop: %w", err)
+	}
+	sh, err := parseHeader(m)
+	if err != nil || sh.op != opBulkStop {
+		return sh, fmt.Errorf("want a bulk stop, got op 0x%02x (%v)", sh.op, err)
+	}
+	return sh, nil
 }
 
 // isEnd is the peer going away: EOF, reset, or our own close.

@@ -275,6 +275,7 @@ func (s *script) LocalAddr() net.Addr         { return &net.TCPAddr{} }
 func (s *script) RemoteAddr() net.Addr        { return &net.TCPAddr{} }
 func (s *script) Tuning() map[string]string   { return nil }
 func (s *script) Counters() map[string]uint64 { return nil }
+func (s *script) SetDSCP(int) error           { return nil }
 func (s *script) Close() error                { return nil }
 
 func TestTimeoutsAndLateCounted(t *testing.T) {

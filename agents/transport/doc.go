@@ -15,6 +15,16 @@
 // (retransmissions, resends). Settings are per transport "knobs" with units
 // ([Transport.Knobs]); an unknown knob is an error.
 //
+// Every transport has the knob dscp (0..63, or ef, af11..af43, cs0..cs7,
+// va, le, default; [ParseDSCP]): IP_TOS, and IPV6_TCLASS on IPv6 sockets,
+// set to dscp<<2 on the dialed socket, or on the listener's and every
+// accepted one; Tuning reads it back as "dscp". [Conn.SetDSCP] marks one
+// connection later, as a responder does when its initiator asks. The udp
+// and quic responders share one socket among their peers, so a peer's own
+// mark rides on each datagram as an IP_TOS / IPV6_TCLASS control message;
+// under quic-go, whose per-datagram ECN marks would otherwise replace the
+// socket's TOS byte, the code point is put back in front of its ECN bits.
+//
 // # Transports
 //
 //   - tcp: TCP_NODELAY on; knobs user_timeout (TCP_USER_TIMEOUT),

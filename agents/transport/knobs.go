@@ -30,6 +30,8 @@ func CheckKnobs(t Transport, m map[string]string) error {
 			_, err = k.int(kn.Name)
 		case KnobBool:
 			_, err = k.bool(kn.Name)
+		case KnobDSCP:
+			_, _, err = k.dscp()
 		}
 		if err != nil {
 			return err

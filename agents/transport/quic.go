@@ -23,6 +23,7 @@ var quicKnobs = []Knob{
 	{Name: "keepalive", Kind: KnobDuration, Help: "KeepAlivePeriod: send PINGs this often when idle, duration; empty: none"},
 	{Name: "sndbuf", Kind: KnobCount, Help: "SO_SNDBUF of the UDP socket in bytes (the kernel doubles it); empty: quic-go's choice"},
 	{Name: "rcvbuf", Kind: KnobCount, Help: "SO_RCVBUF of the UDP socket in bytes (the kernel doubles it); empty: quic-go's choice (it asks for 7 MiB)"},
+	dscpKnob,
 }
 
 // quicTransport is QUIC (quic-go) with TLS 1.3 as in tls. A Conn is one
@@ -31,13 +32,17 @@ var quicKnobs = []Knob{
 // message lost in the network holds up the ones behind it, as on TCP, and
 // the comparison with tcp is about the protocol, not a different use.
 // Loss recovery is quic-go's (PTO, RFC 9002); a silent peer ends the
-// connection after idle_timeout.
+// connection after idle_timeout. quic-go marks ECN per datagram, which
+// would wipe a DSCP set on the socket: the socket is a markedUDPConn that
+// keeps it.
 type quicTransport struct{}
 
 type quicSetup struct {
 	cfg            *quic.Config
 	sndbuf, rcvbuf int
 	sndSet, rSet   bool
+	dscp           int
+	dscpSet        bool
 	lost           *atomic.Uint64
 }
 
@@ -50,10 +55,11 @@ func parseQUICKnobs(m map[string]string) (quicSetup, error) {
 	hs, e1 := k.duration("handshake_timeout")
 	idle, e2 := k.duration("idle_timeout")
 	ka, e3 := k.duration("keepalive")
-	var e4, e5 error
+	var e4, e5, e6 error
 	s.sndbuf, e4 = k.int("sndbuf")
 	s.rcvbuf, e5 = k.int("rcvbuf")
-	if err := firstErr(e1, e2, e3, e4, e5); err != nil {
+	s.dscp, s.dscpSet, e6 = k.dscp()
+	if err := firstErr(e1, e2, e3, e4, e5, e6); err != nil {
 		return s, err
 	}
 	s.sndSet, s.rSet = k.has("sndbuf"), k.has("rcvbuf")
@@ -68,7 +74,7 @@ func parseQUICKnobs(m map[string]string) (quicSetup, error) {
 	return s, nil
 }
 
-func (s quicSetup) socket(laddr *net.UDPAddr) (*net.UDPConn, error) {
+func (s quicSetup) socket(laddr *net.UDPAddr) (*markedUDPConn, error) {
 	u, err := net.ListenUDP("udp", laddr)
 	if err != nil {
 		return nil, err
@@ -83,7 +89,17 @@ func (s quicSetup) socket(laddr *net.UDPAddr) (*net.UDPConn, error) {
 		u.Close()
 		return nil, fmt.Errorf("quic socket buffers: %w", err)
 	}
-	return u, nil
+	if s.dscpSet {
+		rc, err := u.SyscallConn()
+		if err == nil {
+			err = setDSCPRaw(rc, s.dscp)
+		}
+		if err != nil {
+			u.Close()
+			return nil, fmt.Errorf("quic: %w", err)
+		}
+	}
+	return newMarkedUDPConn(u, s.dscp, s.dscpSet), nil
 }
 
 func (quicTransport) Name() string { return "quic" }
@@ -160,7 +176,7 @@ func (quicTransport) Dial(ctx context.Context, addr string, o Options) (Conn, er
 		u.Close()
 		return nil, fmt.Errorf("quic open stream to %s: %w", addr, err)
 	}
-	return quicWrap(qc, st, u, s, func() {
+	return quicWrap(qc, st, u, s, true, func() {
 		tr.Close()
 		u.Close()
 	}), nil
@@ -186,17 +202,41 @@ func (q quicStream) Read(b []byte) (int, error) {
 func (q quicStream) LocalAddr() net.Addr  { return q.qc.LocalAddr() }
 func (q quicStream) RemoteAddr() net.Addr { return q.qc.RemoteAddr() }
 
-func quicWrap(qc quic.Connection, st quic.Stream, u *net.UDPConn, s quicSetup, after func()) Conn {
+// quicWrap makes a Conn of a connection's stream; own says the socket u
+// is the connection's alone (the initiator's), not the listener's.
+func quicWrap(qc quic.Connection, st quic.Stream, u *markedUDPConn, s quicSetup, own bool, after func()) Conn {
 	sc := newStreamConn(quicStream{st, qc})
+	remote, _ := qc.RemoteAddr().(*net.UDPAddr)
 	var once sync.Once
 	sc.close = func() error {
 		once.Do(func() {
 			st.Close()
 			qc.CloseWithError(0, "")
+			if !own && remote != nil {
+				u.forget(remote)
+			}
 			if after != nil {
 				after()
 			}
 		})
+		return nil
+	}
+	sc.dscp = func(d int) error {
+		if !own {
+			if remote == nil {
+				return fmt.Errorf("quic: peer address %v is not UDP", qc.RemoteAddr())
+			}
+			u.mark(remote, d)
+			return nil
+		}
+		rc, err := u.SyscallConn()
+		if err != nil {
+			return err
+		}
+		if err := setDSCPRaw(rc, d); err != nil {
+			return fmt.Errorf("quic: %w", err)
+		}
+		u.mark(nil, d)
 		return nil
 	}
 	sc.tuning = func() map[string]string {
@@ -209,7 +249,12 @@ func quicWrap(qc quic.Connection, st quic.Stream, u *net.UDPConn, s quicSetup, a
 			"streams":          "one bidirectional stream per connection",
 			"idle_timeout":     s.cfg.MaxIdleTimeout.String(),
 		}
-		udpBuffers(u, m)
+		udpBuffers(u.UDPConn, m)
+		if d := u.dscpOf(remote); !own && remote != nil && d >= 0 {
+			m["dscp"] = strconv.Itoa(d)
+		} else if rc, err := u.SyscallConn(); err == nil {
+			dscpTuningRaw(rc, m)
+		}
 		return m
 	}
 	sc.counters = func() map[string]uint64 {
@@ -225,7 +270,7 @@ func quicWrap(qc quic.Connection, st quic.Stream, u *net.UDPConn, s quicSetup, a
 type quicListener struct {
 	ln     *quic.Listener
 	tr     *quic.Transport
-	u      *net.UDPConn
+	u      *markedUDPConn
 	s      quicSetup
 	ctx    context.Context
 	cancel context.CancelFunc
@@ -245,7 +290,7 @@ func (l *quicListener) run() {
 				return
 			}
 			select {
-			case l.ch <- quicWrap(qc, st, l.u, l.s, nil):
+			case l.ch <- quicWrap(qc, st, l.u, l.s, false, nil):
 			case <-l.ctx.Done():
 				qc.CloseWithError(0, "")
 			}

@@ -2,6 +2,8 @@ package transport
 
 import (
 	"bufio"
+	"errors"
+	"fmt"
 	"net"
 	"sync"
 	"time"
@@ -17,6 +19,7 @@ type streamConn struct {
 	wbuf     []byte
 	tuning   func() map[string]string
 	counters func() map[string]uint64
+	dscp     func(int) error
 	close    func() error // nil: c.Close
 }
 
@@ -58,6 +61,16 @@ func (s *streamConn) Counters() map[string]uint64 {
 		return map[string]uint64{}
 	}
 	return s.counters()
+}
+
+func (s *streamConn) SetDSCP(d int) error {
+	if d < 0 || d > 63 {
+		return fmt.Errorf("dscp %d: want 0..63", d)
+	}
+	if s.dscp == nil {
+		return errors.New("this connection cannot be marked with a DSCP")
+	}
+	return s.dscp(d)
 }
 
 func (s *streamConn) Close() error {

@@ -23,6 +23,7 @@ var tcpKnobs = []Knob{
 	{Name: "congestion", Kind: KnobName, Help: "TCP_CONGESTION: congestion control algorithm (e.g. cubic, reno, bbr); empty: net.ipv4.tcp_congestion_control"},
 	{Name: "sndbuf", Kind: KnobCount, Help: "SO_SNDBUF in bytes (the kernel doubles it); empty: autotuning"},
 	{Name: "rcvbuf", Kind: KnobCount, Help: "SO_RCVBUF in bytes (the kernel doubles it); empty: autotuning"},
+	dscpKnob,
 }
 
 // tcpConfig is tcpKnobs parsed.
@@ -34,6 +35,8 @@ type tcpConfig struct {
 	sndbuf       int
 	rcvbuf       int
 	sndSet, rSet bool
+	dscp         int
+	dscpSet      bool
 }
 
 func parseTCPKnobs(name string, m map[string]string) (tcpConfig, error) {
@@ -43,12 +46,13 @@ func parseTCPKnobs(name string, m map[string]string) (tcpConfig, error) {
 	}
 	var c tcpConfig
 	ut, e1 := k.duration("user_timeout")
-	var e2, e3, e4, e5 error
+	var e2, e3, e4, e5, e6 error
 	c.nodelay, e2 = k.bool("nodelay")
 	c.synRetries, e3 = k.int("syn_retries")
 	c.sndbuf, e4 = k.int("sndbuf")
 	c.rcvbuf, e5 = k.int("rcvbuf")
-	if err := firstErr(e1, e2, e3, e4, e5); err != nil {
+	c.dscp, c.dscpSet, e6 = k.dscp()
+	if err := firstErr(e1, e2, e3, e4, e5, e6); err != nil {
 		return c, err
 	}
 	if c.synRetries > 127 {
@@ -102,6 +106,9 @@ func (c tcpConfig) apply(fd int) error {
 			return err
 		}
 	}
+	if c.dscpSet {
+		return setDSCP(fd, c.dscp)
+	}
 	return nil
 }
 
@@ -132,6 +139,7 @@ func tcpTuning(rc syscall.RawConn) map[string]string {
 			out["syn_retries"] = strconv.Itoa(v)
 		}
 		sockBuffers(f, out)
+		dscpTuning(f, out)
 		if ti, err := unix.GetsockoptTCPInfo(f, unix.IPPROTO_TCP, unix.TCP_INFO); err == nil {
 			out["mss_bytes"] = strconv.Itoa(int(ti.Snd_mss))
 		}
@@ -268,6 +276,7 @@ func (t *tcpTransport) wrap(c *net.TCPConn, cfg tcpConfig) (Conn, error) {
 	}
 	sc := newStreamConn(c)
 	sc.counters = func() map[string]uint64 { return tcpCounters(rc) }
+	sc.dscp = func(d int) error { return setDSCPRaw(rc, d) }
 	sc.tuning = func() map[string]string {
 		m := tcpTuning(rc)
 		if t.mptcp {

@@ -82,6 +82,7 @@ func tlsWrap(tc *tls.Conn, tcp *net.TCPConn, cfg tcpConfig) (Conn, error) {
 	}
 	sc := newStreamConn(tc)
 	sc.counters = func() map[string]uint64 { return tcpCounters(rc) }
+	sc.dscp = func(d int) error { return setDSCPRaw(rc, d) }
 	sc.tuning = func() map[string]string {
 		m := tcpTuning(rc)
 		st := tc.ConnectionState()

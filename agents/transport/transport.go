@@ -69,6 +69,7 @@ const (
 	KnobCount                    // "5", also bytes
 	KnobBool                     // "true"
 	KnobName                     // "cubic"
+	KnobDSCP                     // "46" or "ef"
 )
 
 // Listener accepts connections of one transport.
@@ -99,6 +100,10 @@ type Conn interface {
 	// Counters are the transport's own event counts so far (TCP
 	// retransmissions, UDP retries, ...).
 	Counters() map[string]uint64
+	// SetDSCP marks what this Conn sends from now on with DiffServ code
+	// point dscp (0..63), as the dscp knob does for a whole socket; a
+	// responder uses it for the mark its initiator asked for.
+	SetDSCP(dscp int) error
 	Close() error
 }
 

@@ -31,6 +31,7 @@ var udpKnobs = []Knob{
 	{Name: "retries", Kind: KnobCount, Default: "5", Help: "resends of a request before it is a timeout, count"},
 	{Name: "sndbuf", Kind: KnobCount, Help: "SO_SNDBUF in bytes (the kernel doubles it); empty: kernel default"},
 	{Name: "rcvbuf", Kind: KnobCount, Help: "SO_RCVBUF in bytes (the kernel doubles it); empty: kernel default"},
+	dscpKnob,
 }
 
 // udpTransport carries request/response datagrams. The initiator waits
@@ -49,6 +50,8 @@ type udpConfig struct {
 	retries        int
 	sndbuf, rcvbuf int
 	sndSet, rSet   bool
+	dscp           int
+	dscpSet        bool
 }
 
 func parseUDPKnobs(m map[string]string) (udpConfig, error) {
@@ -57,12 +60,13 @@ func parseUDPKnobs(m map[string]string) (udpConfig, error) {
 		return udpConfig{}, err
 	}
 	var c udpConfig
-	var e1, e2, e3, e4 error
+	var e1, e2, e3, e4, e5 error
 	c.timeout, e1 = k.duration("timeout")
 	c.retries, e2 = k.int("retries")
 	c.sndbuf, e3 = k.int("sndbuf")
 	c.rcvbuf, e4 = k.int("rcvbuf")
-	if err := firstErr(e1, e2, e3, e4); err != nil {
+	c.dscp, c.dscpSet, e5 = k.dscp()
+	if err := firstErr(e1, e2, e3, e4, e5); err != nil {
 		return c, err
 	}
 	if c.timeout <= 0 {
@@ -72,7 +76,17 @@ func parseUDPKnobs(m map[string]string) (udpConfig, error) {
 	return c, nil
 }
 
-func (c udpConfig) buffers(u *net.UDPConn) error {
+// setup applies the buffer sizes and the mark to a new socket.
+func (c udpConfig) setup(u *net.UDPConn) error {
+	if c.dscpSet {
+		rc, err := u.SyscallConn()
+		if err != nil {
+			return err
+		}
+		if err := setDSCPRaw(rc, c.dscp); err != nil {
+			return fmt.Errorf("udp: %w", err)
+		}
+	}
 	if c.sndSet {
 		if err := u.SetWriteBuffer(c.sndbuf); err != nil {
 			return fmt.Errorf("udp sndbuf: %w", err)
@@ -109,7 +123,7 @@ func (udpTransport) Listen(addr string, o Options) (Listener, error) {
 	if err != nil {
 		return nil, fmt.Errorf("udp listen %s: %w", addr, err)
 	}
-	if err := cfg.buffers(pc); err != nil {
+	if err := cfg.setup(pc); err != nil {
 		pc.Close()
 		return nil, err
 	}
@@ -137,7 +151,7 @@ func (udpTransport) Dial(ctx context.Context, addr string, o Options) (Conn, err
 	if err != nil {
 		return nil, fmt.Errorf("udp dial %s: %w", addr, err)
 	}
-	if err := cfg.buffers(u); err != nil {
+	if err := cfg.setup(u); err != nil {
 		u.Close()
 		return nil, err
 	}
@@ -325,8 +339,26 @@ func (u *udpClient) Tuning() map[string]string {
 	m := map[string]string{"timeout": u.cfg.timeout.String(), "retries": strconv.Itoa(u.cfg.retries), "backoff": "doubling"}
 	if uc, ok := u.io.(*net.UDPConn); ok {
 		udpBuffers(uc, m)
+		if rc, err := uc.SyscallConn(); err == nil {
+			dscpTuningRaw(rc, m)
+		}
 	}
 	return m
+}
+
+func (u *udpClient) SetDSCP(d int) error {
+	if d < 0 || d > 63 {
+		return fmt.Errorf("dscp %d: want 0..63", d)
+	}
+	uc, ok := u.io.(*net.UDPConn)
+	if !ok {
+		return errors.New("udp: this connection has no socket to mark")
+	}
+	rc, err := uc.SyscallConn()
+	if err != nil {
+		return err
+	}
+	return setDSCPRaw(rc, d)
 }
 
 func (u *udpClient) Counters() map[string]uint64 {
@@ -371,7 +403,7 @@ func (l *udpListener) run() {
 		l.mu.Lock()
 		p := l.peers[from]
 		if p == nil {
-			p = &udpPeer{l: l, addr: from, in: make(chan []byte, 256), gone: make(chan struct{})}
+			p = &udpPeer{l: l, addr: from, in: make(chan []byte, 256), gone: make(chan struct{}), tos: -1}
 			select {
 			case l.accept <- p:
 				l.peers[from] = p
@@ -404,7 +436,9 @@ func (l *udpListener) Close() error {
 	return l.pc.Close()
 }
 
-// udpPeer is the responder's side of one initiator.
+// udpPeer is the responder's side of one initiator. Its replies leave
+// through the listener's socket, shared with the other peers, so its own
+// mark (SetDSCP) rides on each datagram as a control message.
 type udpPeer struct {
 	l        *udpListener
 	addr     netip.AddrPort
@@ -415,6 +449,8 @@ type udpPeer struct {
 	seq      uint32
 	deadline time.Time
 	wbuf     []byte
+	tos      int // -1: the socket's
+	oob      []byte
 }
 
 func (p *udpPeer) ReadMsg(buf []byte) ([]byte, error) {
@@ -454,8 +490,23 @@ func (p *udpPeer) WriteMsg(b []byte) error {
 	defer p.mu.Unlock()
 	p.wbuf = binary.BigEndian.AppendUint32(p.wbuf[:0], p.seq)
 	p.wbuf = append(p.wbuf, b...)
-	_, err := p.l.pc.WriteToUDPAddrPort(p.wbuf, p.addr)
+	if p.tos < 0 {
+		_, err := p.l.pc.WriteToUDPAddrPort(p.wbuf, p.addr)
+		return err
+	}
+	_, _, err := p.l.pc.WriteMsgUDPAddrPort(p.wbuf, p.oob, p.addr)
 	return err
+}
+
+func (p *udpPeer) SetDSCP(d int) error {
+	if d < 0 || d > 63 {
+		return fmt.Errorf("dscp %d: want 0..63", d)
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.tos = d << 2
+	p.oob = appendTOSCmsg(p.oob[:0], p.tos, p.addr.Addr().Unmap().Is4())
+	return nil
 }
 
 func (p *udpPeer) SetDeadline(t time.Time) error {
@@ -471,6 +522,14 @@ func (p *udpPeer) RemoteAddr() net.Addr { return net.UDPAddrFromAddrPort(p.addr)
 func (p *udpPeer) Tuning() map[string]string {
 	m := map[string]string{}
 	udpBuffers(p.l.pc, m)
+	p.mu.Lock()
+	tos := p.tos
+	p.mu.Unlock()
+	if tos >= 0 {
+		m["dscp"] = strconv.Itoa(tos >> 2)
+	} else if rc, err := p.l.pc.SyscallConn(); err == nil {
+		dscpTuningRaw(rc, m)
+	}
 	return m
 }
 

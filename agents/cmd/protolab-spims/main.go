@@ -63,21 +63,37 @@ Job (JSON; sizes in payload bytes, times as durations with units):
    "response_size": {"dist": "bivalue", "value": 64, "value2": 1400, "p": 0.9},
    "delay": {"dist": "exponential", "mean": "1ms"},
    "count": 1000, "seed": 1, "samples": true,
-   "options": {"user_timeout": "2s"}}
+   "options": {"user_timeout": "2s", "dscp": "ef"},
+   "source_data": {"access": "file", "path": "/srv/spims/data"},
+   "destination_data": {"access": "virtual_memory"}}
   dist: constant(value) uniform(min,max) normal(mean,sd) exponential(mean)
   bivalue(value,value2,p). target2 (request_response only) is dual mode: each
   request on both paths, first reply wins. bulk_get: count units of size
   bytes per transfer, iterations transfers. connect_disconnect: one exchange
   per connection when size is given, else dial and close.
+  source_data / destination_data (SPIMS <source> / <destination>), access
+  memory (default: one reused buffer), virtual_memory (fresh pages per unit:
+  page faults count) or file (absolute path; the sender reads it in turn,
+  from the start again at its end; the receiver's file is truncated, then
+  each unit appended, write time included). source_data is the responder's
+  for bulk_get (it must be there), the requests' for request_response;
+  destination_data is bulk_get's, at the initiator.
+  options.dscp (0..63 or ef, af11..af43, cs0..cs7) marks the initiator's
+  packets and asks the responder to mark its side of each connection;
+  serve --option dscp=N marks every connection from its handshake on.
 
 Examples:
   protolab-spims serve --transport tcp --listen 10.0.1.2:5001,10.0.2.2:5001
   echo '{"procedure":"request_response","transport":"tcp","target":"10.0.1.2:5001","iterations":1000}' |
     protolab-spims run --job -
+  echo '{"procedure":"bulk_get","transport":"quic","target":"10.0.1.2:5001","options":{"dscp":"af41"},
+    "source_data":{"access":"file","path":"/srv/spims/data"},"destination_data":{"access":"file","path":"/tmp/got"}}' |
+    protolab-spims run --job -
   protolab-spims transports --knobs
 
-Exit codes: 0 done; 1 the run failed; 2 bad usage, job or option;
-3 the transport is not available on this host (report it as a skip).
+Exit codes: 0 done; 1 the run failed; 2 bad usage, job or option (also a
+bulk source_data the responder cannot read); 3 the transport is not
+available on this host (report it as a skip).
 Metrics (protolab_spims_*) on --listen-metrics when given.
 `
 
@@ -135,7 +151,7 @@ func serve(ctx context.Context, args []string, stderr io.Writer) int {
 	name := fs.String("transport", "tcp", "transport (see `protolab-spims transports`)")
 	listen := fs.String("listen", "", "address(es) to answer on, host:port[,host:port] (e.g. 10.0.1.2:5001,10.0.2.2:5001)")
 	knobs := map[string]string{}
-	fs.Func("option", "transport knob key=value, repeatable (e.g. --option user_timeout=2s; `protolab-spims transports --knobs` lists them)", func(s string) error {
+	fs.Func("option", "transport knob key=value, repeatable (e.g. --option user_timeout=2s, --option dscp=ef to mark every connection; `protolab-spims transports --knobs` lists them)", func(s string) error {
 		k, v, ok := strings.Cut(s, "=")
 		if !ok || k == "" {
 			return fmt.Errorf("want key=value, not %q", s)
@@ -251,7 +267,8 @@ func runJob(ctx context.Context, args []string, stdin io.Reader, stdout, stderr 
 	}
 	if err != nil {
 		var ke *transport.KnobError
-		if errors.As(err, &ke) {
+		var bj *spims.BadJob
+		if errors.As(err, &ke) || errors.As(err, &bj) {
 			return fail(exitBadInput, "%v", err)
 		}
 		return fail(exitFailed, "%v", err)

@@ -85,6 +85,8 @@ func TestServeAndRun(t *testing.T) {
 		{"dual", map[string]any{"procedure": "request_response", "iterations": 50, "target2": addrs[1]}},
 		{"bulk_get", map[string]any{"procedure": "bulk_get", "iterations": 2, "count": 100}},
 		{"connect_disconnect", map[string]any{"procedure": "connect_disconnect", "iterations": 5, "size": map[string]any{"dist": "constant", "value": 0}}},
+		{"bulk_get marked, virtual memory", map[string]any{"procedure": "bulk_get", "iterations": 2, "count": 100, "options": map[string]string{"dscp": "af41"},
+			"source_data": map[string]any{"access": "virtual_memory"}, "destination_data": map[string]any{"access": "virtual_memory"}}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			tc.job["transport"], tc.job["target"] = "tcp", addrs[0]
@@ -126,6 +128,10 @@ func TestExitCodes(t *testing.T) {
 		{"refused", []string{"run", "--job", "-"}, `{"procedure":"request_response","transport":"tcp","target":"127.0.0.1:1"}`, 1, "connection refused"},
 		{"serve without listen", []string{"serve"}, "", 2, "--listen missing"},
 		{"serve unknown knob", []string{"serve", "--listen", "127.0.0.1:0", "--option", "warp=9"}, "", 2, "unknown knob"},
+		{"serve bad dscp", []string{"serve", "--listen", "127.0.0.1:0", "--option", "dscp=gold"}, "", 2, "knob dscp"},
+		{"help has the data fields", []string{"--help"}, "", 0, `"source_data": {"access": "file"`},
+		{"relative source", []string{"run", "--job", "-"}, `{"procedure":"bulk_get","transport":"tcp","target":"127.0.0.1:1","source_data":{"access":"file","path":"data"}}`, 2, "is relative"},
+		{"unknown access", []string{"run", "--job", "-"}, `{"procedure":"bulk_get","transport":"tcp","target":"127.0.0.1:1","destination_data":{"access":"tape"}}`, 2, `access "tape"`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			code, out, errOut := runCmd(tc.args, tc.stdin)
@@ -149,6 +155,20 @@ func TestExitCodes(t *testing.T) {
 			t.Errorf("serve over sctp: exit %d", code)
 		}
 	})
+}
+
+// A bulk source the responder cannot read is the job's fault: exit 2,
+// with the responder's reason, and a result line that says error.
+func TestResponderRefusalExit(t *testing.T) {
+	addr := startServe(t, "--transport", "tcp", "--option", "dscp=cs1", "--listen", "127.0.0.1:0")[0]
+	missing := t.TempDir() + "/missing"
+	code, out, errOut := runCmd([]string{"run", "--job", "-"}, `{"procedure":"bulk_get","transport":"tcp","target":"`+addr+`","source_data":{"access":"file","path":"`+missing+`"}}`)
+	if code != 2 || !strings.Contains(errOut, "responder refused") || !strings.Contains(errOut, missing) {
+		t.Errorf("exit %d: %s", code, errOut)
+	}
+	if !strings.Contains(out, `"stopped":"error"`) {
+		t.Errorf("result %q", out)
+	}
 }
 
 func TestTransportsList(t *testing.T) {
