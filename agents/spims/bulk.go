@@ -69,7 +69,7 @@ func BulkGet(ctx context.Context, c transport.Conn, cfg BulkConfig, live *Live) 
 			err = fmt.Errorf("destination_data: %w", cerr)
 		}
 	}()
-	out = &Outcome{Rec: &Recorder{LateBound: cfg.LateBound}, Start: time.Now(), Bulk: &BulkOutcome{}}
+	out = &Outcome{Rec: &Recorder{LateBound: cfg.LateBound, Block: cfg.Block}, Start: time.Now(), Bulk: &BulkOutcome{}}
 	clk := newClock(ctx, cfg.Limits, out.Start)
 	stopWake := context.AfterFunc(ctx, func() { c.SetDeadline(time.Now()) })
 	defer stopWake()

@@ -23,7 +23,7 @@ type CDConfig struct {
 // any other failure ends the run. first receives the first connection's
 // Tuning and Counters (for the manifest) before it is closed.
 func ConnectDisconnect(ctx context.Context, t transport.Transport, target string, o transport.Options, cfg CDConfig, live *Live, first func(transport.Conn)) (*Outcome, error) {
-	out := &Outcome{Rec: &Recorder{LateBound: cfg.LateBound}, Start: time.Now()}
+	out := &Outcome{Rec: &Recorder{LateBound: cfg.LateBound, Block: cfg.Block}, Start: time.Now()}
 	clk := newClock(ctx, cfg.Limits, out.Start)
 	dr := newDraws(cfg.RRConfig)
 	var msg, buf []byte

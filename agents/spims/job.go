@@ -49,6 +49,7 @@ type Job struct {
 	LateBound    string            `json:"late_bound,omitempty"`
 	Seed         int64             `json:"seed,omitempty"`
 	Samples      bool              `json:"samples,omitempty"`
+	Block        int               `json:"block,omitempty"` // keep each block of this many iterations' maximum
 	Options      map[string]string `json:"options,omitempty"`
 
 	SourceData      *DataSpec `json:"source_data,omitempty"`
@@ -159,6 +160,10 @@ func Resolve(j Job) (*Plan, error) {
 		}
 		*d.dst = v
 	}
+	if j.Block < 0 {
+		return nil, bad("block %d: a number of iterations >= 0", j.Block)
+	}
+	p.Limits.Block = j.Block
 	if p.Limits.Timeout <= 0 {
 		return nil, bad("timeout must be > 0")
 	}

@@ -36,6 +36,8 @@ type Result struct {
 	RatePerSecond    Float             `json:"rate_per_second"` // completed iterations per second of the run
 	Seconds          Stats             `json:"seconds"`         // per completed iteration: round trip, transfer, or connect+close
 	LateAtUnixNs     []int64           `json:"late_at_unix_ns"`
+	LateSeconds      []float64         `json:"late_seconds"`      // each late iteration's seconds, beside late_at_unix_ns
+	BlockMaxSeconds  []float64         `json:"block_max_seconds"` // per block of the job's `block` iterations: the maximum
 	TimeoutAtUnixNs  []int64           `json:"timeout_at_unix_ns"`
 	MarksNotKept     int               `json:"marks_not_kept"`
 	SentBytes        int64             `json:"sent_bytes"`
@@ -75,6 +77,7 @@ func newResult(p *Plan) *Result {
 		TimeLimitSeconds: Float(p.Limits.TimeLimit.Seconds()), TimeoutSeconds: Float(p.Limits.Timeout.Seconds()),
 		LateBoundSeconds: Float(p.Limits.LateBound.Seconds()),
 		LateAtUnixNs:     []int64{}, TimeoutAtUnixNs: []int64{}, Paths: []PathResult{},
+		LateSeconds: []float64{}, BlockMaxSeconds: []float64{},
 	}
 	switch {
 	case p.ResponseSize != nil:
@@ -115,6 +118,8 @@ func (r *Result) fill(o *Outcome, samples bool) {
 	}
 	r.Seconds = rec.Stats()
 	r.LateAtUnixNs = append(r.LateAtUnixNs, rec.lateAt...)
+	r.LateSeconds = append(r.LateSeconds, rec.lateD...)
+	r.BlockMaxSeconds = append(r.BlockMaxSeconds, rec.blockMax...)
 	r.TimeoutAtUnixNs = append(r.TimeoutAtUnixNs, rec.timeoutAt...)
 	r.MarksNotKept = rec.marksShort
 	r.SentBytes, r.ReceivedBytes = o.SentBytes, o.RecvBytes

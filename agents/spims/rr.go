@@ -28,6 +28,7 @@ type Limits struct {
 	TimeLimit  time.Duration
 	Timeout    time.Duration
 	LateBound  time.Duration
+	Block      int // iterations per block whose maximum the result keeps (0: none)
 }
 
 // Stop reasons.
@@ -191,7 +192,7 @@ func rrSingle(ctx context.Context, c transport.Conn, cfg RRConfig, live *Live) (
 		return nil, fmt.Errorf("source_data: %w", err)
 	}
 	defer src.Close()
-	out := &Outcome{Rec: &Recorder{LateBound: cfg.LateBound}, Start: time.Now()}
+	out := &Outcome{Rec: &Recorder{LateBound: cfg.LateBound, Block: cfg.Block}, Start: time.Now()}
 	clk := newClock(ctx, cfg.Limits, out.Start)
 	stopWake := context.AfterFunc(ctx, func() { c.SetDeadline(time.Now()) })
 	defer stopWake()
@@ -300,7 +301,7 @@ const pathQueue = 64
 // response (the SCIOP redundancy bound). Each path has a writer and a
 // reader goroutine; replies carry the time they were read.
 func rrMulti(ctx context.Context, paths []*Path, cfg RRConfig, live *Live) (*Outcome, error) {
-	out := &Outcome{Rec: &Recorder{LateBound: cfg.LateBound}, Start: time.Now()}
+	out := &Outcome{Rec: &Recorder{LateBound: cfg.LateBound, Block: cfg.Block}, Start: time.Now()}
 	clk := newClock(ctx, cfg.Limits, out.Start)
 	replies := make(chan reply, 256)
 	done := make(chan struct{})

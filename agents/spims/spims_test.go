@@ -402,3 +402,26 @@ func TestResultJSON(t *testing.T) {
 		t.Errorf("size %q", res.Size)
 	}
 }
+
+func TestLateSecondsAndBlockMaxima(t *testing.T) {
+	r := &Recorder{LateBound: 10 * time.Millisecond, Block: 3}
+	start := time.Unix(100, 0)
+	for i, ms := range []int{1, 20, 2, 3, 4, 30, 5} {
+		r.Add(time.Duration(ms)*time.Millisecond, start.Add(time.Duration(i)*time.Second))
+	}
+	if len(r.lateD) != 2 || r.lateD[0] != 0.02 || r.lateD[1] != 0.03 {
+		t.Fatalf("late seconds %v, want [0.02 0.03]", r.lateD)
+	}
+	if len(r.lateAt) != 2 || r.lateAt[1] != start.Add(5*time.Second).UnixNano() {
+		t.Fatalf("late marks %v", r.lateAt)
+	}
+	want := []float64{0.02, 0.03, 0.005} // blocks {1,20,2} {3,4,30} {5}
+	if len(r.blockMax) != len(want) {
+		t.Fatalf("block maxima %v, want %v", r.blockMax, want)
+	}
+	for i := range want {
+		if r.blockMax[i] != want[i] {
+			t.Fatalf("block maxima %v, want %v", r.blockMax, want)
+		}
+	}
+}

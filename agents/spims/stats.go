@@ -57,6 +57,9 @@ type Recorder struct {
 	hist       measure.Hist
 	late       int
 	lateAt     []int64
+	lateD      []float64 // the late iterations' seconds, beside lateAt
+	Block      int       // iterations per block whose maximum is kept (0: none)
+	blockMax   []float64 // the maximum of each block of Block iterations (SCIOP Fig. 8), the last one partial
 	timeouts   int
 	timeoutAt  []int64
 	marksShort int // marks not kept (over MaxMarks)
@@ -83,6 +86,14 @@ func (r *Recorder) Add(d time.Duration, start time.Time) {
 		r.late++
 		if r.room() {
 			r.lateAt = append(r.lateAt, start.UnixNano())
+			r.lateD = append(r.lateD, v)
+		}
+	}
+	if r.Block > 0 {
+		if (r.n-1)%r.Block == 0 {
+			r.blockMax = append(r.blockMax, v)
+		} else if last := len(r.blockMax) - 1; v > r.blockMax[last] {
+			r.blockMax[last] = v
 		}
 	}
 }
