@@ -3,9 +3,10 @@
 from __future__ import annotations
 
 import csv
-import json
 from pathlib import Path
 from typing import Any
+
+from ..results.display import axis_str
 
 
 def finish(rundir: Any, plan: Any, rows: list[dict[str, Any]], fault_rows: list[dict[str, Any]],
@@ -76,7 +77,7 @@ def print_summary(summary: dict[str, Any], path: Path) -> None:
           f"{summary['checks_passed']} check(s) passed, {summary['checks_failed']} failed")  # fmt: skip
     for c in summary["checks"]:
         if not c["passed"]:
-            where = json.dumps(c["values"])
+            where = ", ".join(f"{k}={axis_str(v)}" for k, v in c["values"].items())
             print(f"  FAILED {c['name']} at {c['point']} ({where}): measured {c['measured']}, bound {c['bound']}")
     for r in summary["invalid_reasons"]:
         print(f"  invalid: {r}")

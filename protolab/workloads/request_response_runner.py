@@ -14,17 +14,25 @@ from .spims_agent import Responder, TransportUnavailableError, initiate, target
 MPTCP_SYSCTLS = ("net.mptcp.enabled", "net.mptcp.path_manager", "net.mptcp.scheduler", "net.mptcp.stale_loss_cnt")
 
 
-def failover(late_at_ns: list[int], late_seconds: list[float], edges: list[float]) -> float | None:
-    """The longest time from a link going down (unix seconds) to the completion of the exchange in flight at that
-    moment, over the late exchanges; 0 when no late exchange spans an edge; None without edges."""
+def failover(
+    late: list[tuple[float, float]], timeouts: list[float], timeout: float, edges: list[float]
+) -> float | None:
+    """The longest time from a link going down (unix seconds) to the first reply after it: the exchange in flight
+    at the edge completes late (start, seconds), or times out (start) after `timeout` and the next one is in
+    flight then, and so on; an instant with nothing late or timed out in flight answers within the late bound
+    (counted as answered then). None without edges."""
     if not edges:
         return None
     worst = 0.0
-    for start_ns, rtt in zip(late_at_ns, late_seconds, strict=False):
-        start = start_ns / 1e9
-        for edge in edges:
-            if start <= edge <= start + rtt:
-                worst = max(worst, start + rtt - edge)
+    for edge in edges:
+        t = edge
+        for _ in range(len(timeouts) + 1):
+            gone = [s + timeout for s in timeouts if s <= t < s + timeout]
+            if not gone:
+                break
+            t = max(gone)
+        done = [s + rtt for s, rtt in late if s <= t <= s + rtt]
+        worst = max(worst, (max(done) if done else t) - edge)
     return worst
 
 
@@ -143,7 +151,9 @@ class RequestResponseRunner(WorkloadRunner[RequestResponseTask]):
         edges = [e.wall for e in events if e.wall is not None and (e.action == "down" or (
             e.action == "set" and e.impairment is not None and (e.impairment.loss or 0) >= 1.0))]  # fmt: skip
         r = self.result_json
-        worst = failover(r.get("late_at_unix_ns") or [], r.get("late_seconds") or [], edges)
+        late = [(s / 1e9, v) for s, v in zip(r.get("late_at_unix_ns") or [], r.get("late_seconds") or [], strict=False)]
+        timeouts = [s / 1e9 for s in r.get("timeout_at_unix_ns") or []]
+        worst = failover(late, timeouts, r.get("timeout_seconds") or self.task.timeout, edges)
         return {f"{self.task.name}_failover_max_seconds": worst}
 
     def series(self) -> list[tuple[str, float, float]]:

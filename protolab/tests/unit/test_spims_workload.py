@@ -134,3 +134,81 @@ def test_parallel_bulk_gets_aggregate_over_the_span_they_ran():
     assert out["x_throughput_max_bytes_per_second"] == pytest.approx(1e6)
     assert out["x_late_total"] == 0, "a transfer is slow, not late"
     assert set(out) == set(t.columns())
+
+
+def test_the_measured_part_carries_the_dscp_and_every_initiator_the_knobs():
+    t = _task("2 background: rr 32*2 | 1 bulk_get 1024*10,", dscp=46, options={"congestion": "cubic"})
+    measured, load = t.jobs()
+    assert agent_job(measured, t, "a:1", 1, 60)["options"] == {"congestion": "cubic", "dscp": "46"}
+    assert agent_job(load, t, "a:1", 1, 60)["options"] == {"congestion": "cubic"}
+    assert "options" not in agent_job(measured, _task("2 rr 32*2,"), "a:1", 1, 60)
+
+
+def test_failover_follows_timeouts_to_the_first_reply():
+    from protolab.workloads.request_response_runner import failover
+
+    assert failover([], [], 5.0, []) is None
+    assert failover([], [], 5.0, [10.0]) == 0.0  # nothing in flight was late: answered within the bound
+    assert failover([(9.9, 0.3)], [], 5.0, [10.0]) == pytest.approx(0.2)  # the exchange in flight came late
+    # in flight at the edge: timed out at 14.8; the next one (started then) answered 1.2 s later
+    assert failover([(14.8, 1.2)], [9.8], 5.0, [10.0]) == pytest.approx(6.0)
+    assert failover([(14.8, 1.2)], [9.8], 5.0, [10.0, 30.0]) == pytest.approx(6.0)  # the worst edge
+
+
+class FakeDualLab(FakeLab):
+    """Two interfaces per host (10.0.1.x on eth0, 10.0.2.x on eth1); one canned request_response result."""
+
+    class _Net:
+        def get(self, node: str) -> Any:
+            class Intf:
+                def __init__(self, name: str) -> None:
+                    self.name = name
+
+            return type("Node", (), {"intfList": lambda _self: [Intf(f"{node}-eth0"), Intf(f"{node}-eth1")]})()
+
+    net = _Net()
+
+    def ip(self, node: str, intf: int = 0, family: int = 4) -> str:
+        return f"10.0.{intf + 1}.{node[1:]}"
+
+    def exec(self, node: str, cmd: list[str], timeout: float | None = None) -> tuple[int, str, str]:
+        self.commands.append((node, cmd))
+        if "spims-rr.json" in " ".join(cmd):
+            return 0, json.dumps(self.results["rr"]) + "\n", ""
+        return 0, "", ""
+
+
+def test_mptcp_endpoints_are_set_for_the_phase_and_put_back():
+    from protolab.workloads.request_response import RequestResponseTask
+    from protolab.workloads.request_response_runner import RequestResponseRunner
+
+    t = RequestResponseTask(kind="request_response", name="rr", client="h1", server="h2", transport="mptcp",
+                            mptcp="backup", rto_min="10ms", duration="5s")  # fmt: skip
+    lab = FakeDualLab({"rr": {"completed": 100, "late": 2, "timeouts": 0, "seconds": {"mean": 0.001, "max": 0.06}}})
+    r = RequestResponseRunner(t, lab)
+    r.prepare()
+    job = r.job()
+    assert job["target"] == "10.0.1.2:7200" and job["time_limit"] == "5s" and "target2" not in job
+    r.run()
+    text = [(n, " ".join(c)) for n, c in lab.commands]
+    assert ("h2", "sh -c ip mptcp endpoint add 10.0.2.2 dev h2-eth1 signal") in text
+    assert ("h1", "sh -c ip mptcp endpoint add 10.0.2.1 dev h1-eth1 subflow backup") in text
+    last = [c for n, c in text if "flush" in c][-2:]
+    assert all("limits set subflows 0" in c for c in last), "endpoints and limits put back after the run"
+    out = r.result()
+    assert out["rr_late_ratio"] == 0.02 and out["rr_rtt_max_seconds"] == 0.06
+    assert set(out) == set(t.columns())
+
+
+def test_redundant_sends_on_both_paths():
+    from protolab.workloads.request_response import RequestResponseTask
+    from protolab.workloads.request_response_runner import RequestResponseRunner
+
+    t = RequestResponseTask(kind="request_response", name="rr", client="h1", server="h2", redundant=True,
+                            duration="5s")  # fmt: skip
+    r = RequestResponseRunner(t, FakeDualLab({}))
+    job = r.job()
+    assert (job["source"], job["source2"], job["target2"]) == ("10.0.1.1", "10.0.2.1", "10.0.2.2:7200")
+    with pytest.raises(ValidationError, match="needs transport: mptcp"):
+        RequestResponseTask(kind="request_response", name="rr", client="h1", server="h2", mptcp="fullmesh",
+                            duration="5s")  # fmt: skip
