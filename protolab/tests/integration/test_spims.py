@@ -3,6 +3,7 @@ over TCP and QUIC, reduced to the paper's per-run statistics; the transports thi
 
 from __future__ import annotations
 
+import json
 import subprocess
 from pathlib import Path
 
@@ -31,3 +32,10 @@ def test_the_node_image_says_which_transports_this_kernel_has():
     has_sctp = Path("/proc/net/sctp").exists() or subprocess.run(["modprobe", "-n", "sctp"]).returncode == 0
     if not has_sctp:
         assert "no SCTP" in lines["sctp"], lines["sctp"]  # the one line a skipped SCTP row carries
+
+
+def test_request_response_fails_over_as_each_transport_can(tmp_path, no_leftovers):
+    run, summary = run_spec("failover", tmp_path)
+    raw = (run / "raw" / "tasks").glob("*.json")
+    mptcp = [json.loads(p.read_text()) for p in raw if json.loads(p.read_text())["tool"].get("mptcp_monitor")]
+    assert mptcp and "SF_ESTABLISHED" in mptcp[0]["tool"]["mptcp_monitor"]["stdout"], "subflow events recorded"

@@ -153,6 +153,7 @@ def test_failover_follows_timeouts_to_the_first_reply():
     # in flight at the edge: timed out at 14.8; the next one (started then) answered 1.2 s later
     assert failover([(14.8, 1.2)], [9.8], 5.0, [10.0]) == pytest.approx(6.0)
     assert failover([(14.8, 1.2)], [9.8], 5.0, [10.0, 30.0]) == pytest.approx(6.0)  # the worst edge
+    assert failover([], [9.8, 14.801], 5.0, [10.0]) == pytest.approx(9.801)  # two timeouts in a row
 
 
 class FakeDualLab(FakeLab):
