@@ -14,10 +14,11 @@ retransmit sooner than the kernel's 200 ms).
 
 Columns: `<task>_rtt_{mean,p50,p99,p999,max}_seconds` (the max counts a timed-out round trip as `timeout`),
 `<task>_exchanges_total`, `<task>_late_total` and `<task>_late_ratio` (round trips longer than `late_bound`,
-50 ms: SCIOP's goal), `<task>_timeouts_total`, and with link faults in the phase `<task>_failover_max_seconds`: for each link going down, how long after it
-the exchange in flight at that moment completed (0 when none was later than `late_bound`). Raw series
-`<task>_late_rtt_seconds` (every late round trip, at its start) and `<task>_block_max_seconds` (the maximum of
-each block of `block` round trips: Fig. 8's per-experiment maxima).
+50 ms: SCIOP's goal), `<task>_timeouts_total`, and with link faults in the phase
+`<task>_failover_max_seconds`: for each link going down, how long after it the first reply came (the exchange
+in flight completing late, or timing out and the next one answering; 0 when nothing in flight was later than
+`late_bound`). Raw series `<task>_late_rtt_seconds` (every late round trip, at its start) and
+`<task>_block_max_seconds` (the maximum of each block of `block` round trips: Fig. 8's per-experiment maxima).
 """
 
 from __future__ import annotations
