@@ -90,8 +90,16 @@ class SpimsTask(TaskModel):
                 raise ValueError(f"job {job.id}: initiator and responder are the same host")
             if job.reply_delay_s is not None:
                 raise ValueError(f"job {job.id}: a responder delay (the second timing) is not supported yet")
-            if job.source.access != "memory" or job.destination.access != "memory":
-                raise ValueError(f"job {job.id}: only memory to memory is supported (FILE and VIRTUAL MEMORY are not)")
+            for side, end in (("source", job.source), ("destination", job.destination)):
+                if end.access == "file" and not (end.path or "").startswith("/"):
+                    raise ValueError(f"job {job.id}: {side} FILE {end.path!r}: a path in the node's filesystem from /")
+            if (
+                job.type == "connect_disconnect"
+                and job.source.access != "memory"
+                or (job.type != "bulk_get" and job.destination.access != "memory")
+            ):
+                raise ValueError(f"job {job.id}: {job.type} moves data from and to memory only (FILE and VIRTUAL "
+                                 "MEMORY are for bulk_get, and for request_response's requests)")  # fmt: skip
             if job.count is None and job.amount_bytes is None:
                 raise ValueError(f"job {job.id}: give a count (SIZE*COUNT) or an amount of data")
             if job.amount_bytes is not None and job.size_bytes.name != "constant":

@@ -43,6 +43,9 @@ def agent_job(job: Job, t: SpimsTask, target: str, seed: int, duration: float) -
         out |= {"iterations": job.runs, "count": count}
     else:
         out["iterations"] = job.runs * count
+    for key, end in (("source_data", job.source), ("destination_data", job.destination)):
+        if end.access != "memory":
+            out[key] = {"access": end.access, **({"path": end.path} if end.path else {})}
     options = dict(t.options)
     if t.dscp is not None and job.role == "measured":
         options["dscp"] = str(t.dscp)

@@ -60,7 +60,9 @@ def test_columns_name_each_statement_when_there_are_several():
     [
         ({"transport": "ftam"}, "registered: tcp, tls, udp, quic, mptcp, sctp"),
         ({"spec": "10 rr 32*100 uniform(1,2) constant(0.1),"}, "second timing"),
-        ({"spec": "10 bulk_get 1024*10 < file a,"}, "memory to memory"),
+        ({"spec": "10 bulk_get 1024*10 < file a,"}, "a path in the node's filesystem from /"),
+        ({"spec": "10 conn_disc 0*10 < file /a,"}, "from and to memory only"),
+        ({"spec": "10 rr 32*10 > virtual memory,"}, "from and to memory only"),
         ({"spec": "10 bulk_get 1024*"}, "line 1, column 18: expected a number of data units"),
         ({"spec": "10 from h1 to h1 rr 32*10,"}, "same host"),
         ({"initiator": None}, "no FROM/TO"),
@@ -213,3 +215,11 @@ def test_redundant_sends_on_both_paths():
     with pytest.raises(ValidationError, match="needs transport: mptcp"):
         RequestResponseTask(kind="request_response", name="rr", client="h1", server="h2", mptcp="fullmesh",
                             duration="5s")  # fmt: skip
+
+
+def test_file_and_virtual_memory_go_to_the_agent():
+    t = _task('2 bulk_get 1024*10 < file "/srv/data" > virtual memory,')
+    job = agent_job(t.jobs()[0], t, "a:1", 1, 60)
+    assert job["source_data"] == {"access": "file", "path": "/srv/data"}
+    assert job["destination_data"] == {"access": "virtual_memory"}
+    assert "source_data" not in agent_job(_task("2 rr 32*2,").jobs()[0], _task("2 rr 32*2,"), "a:1", 1, 60)
