@@ -26,7 +26,7 @@ from pydantic import Field, ValidationError, ValidationInfo, field_validator, mo
 from . import topo, topofile
 from .errors import SpecError as SpecError  # raised here; callers may import it from errors
 from .model.base import COLUMN_RE, NAME_RE, Strict
-from .model.faults import MAX_FAULT_EVENTS_PER_PHASE, Fault
+from .model.faults import MAX_FAULT_EVENTS_PER_PHASE, Fault, all_out
 from .model.impairment import LinkImpairment
 from .model.report import EXPERIMENTS_DIR, Check, Knee, Plot, Table, resolve_reference
 from .model.topology import TopologyDef
@@ -405,8 +405,23 @@ class Plan:
             ex = p.experiment
             dur = sum(max(t.duration for t in ph.tasks) for ph in ex.phases)
             lines.append(f"  {p.id}: {p.label()}  topology={ex.topology.describe()}  ~{dur:g}s/rep")
+            lines += [f"    WARNING: {w}" for w in no_path_warnings(ex)]
         lines.append(f"  checks: {len(e.checks)}, tables: {len(e.tables)}, plots: {len(e.plots)}")
         return "\n".join(lines)
+
+
+def no_path_warnings(ex: Experiment) -> list[str]:
+    """Phases whose fault schedule takes every path of a task out at once (e.g. both flapping links down)."""
+    t = ex.topology.build()
+    out = []
+    for phase in ex.phases:
+        seconds = max(task.duration for task in phase.tasks)
+        for task in phase.tasks:
+            links = task.redundant_links(t)
+            for a, b in all_out(phase.faults, links, seconds) if links else []:
+                out.append(f"phase {phase.name}: task {task.name} has no path up from {a:g}s to {b:g}s "
+                           f"({b - a:g} s: every one of {', '.join('-'.join(lk) for lk in links)} is out)")  # fmt: skip
+    return out
 
 
 def _short(v: Any) -> str:

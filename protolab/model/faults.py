@@ -332,3 +332,33 @@ class Event:
             "target": "node" if self.node is not None else "link",
             "detail": self.detail,
         }
+
+
+def all_out(faults: list[Fault], links: list[tuple[str, str]], phase_seconds: float) -> list[tuple[float, float]]:
+    """The spans (seconds after the phase start) in which every one of `links` is out: cut (`down` until `up`) or
+    black-holed (`set` to 100 % loss until a `set` below it). Links are matched in either order; a link no fault
+    touches is never out."""
+    keys = {frozenset(lk) for lk in links}
+    edges: dict[frozenset[str], list[tuple[float, bool]]] = {k: [] for k in keys}
+    for f in faults:
+        if f.link is None or frozenset(f.link) not in keys:
+            continue
+        for ev in f.events(phase_seconds):
+            if ev.action in ("down", "up"):
+                edges[frozenset(ev.link)].append((ev.at, ev.action == "down"))
+            elif ev.action == "set" and ev.impairment is not None and ev.impairment.loss is not None:
+                edges[frozenset(ev.link)].append((ev.at, ev.impairment.loss >= 1.0))
+
+    def out_at(es: list[tuple[float, bool]], a: float) -> bool:
+        past = [down for t, down in sorted(es) if t <= a]
+        return past[-1] if past else False
+
+    times = sorted({0.0, phase_seconds, *(t for es in edges.values() for t, _ in es)})
+    spans: list[tuple[float, float]] = []
+    for a, b in zip(times, times[1:], strict=False):
+        if links and all(out_at(es, a) for es in edges.values()):
+            if spans and spans[-1][1] == a:
+                spans[-1] = (spans[-1][0], b)
+            else:
+                spans.append((a, b))
+    return spans

@@ -36,6 +36,11 @@ class TaskModel(BaseModel):
         """Tidy columns this task produces (`<task>_<quantity>_<unit>`)."""
         raise NotImplementedError
 
+    def redundant_links(self, topology: Any) -> list[tuple[str, str]]:
+        """Links of which the task needs one up at every moment (its paths); the plan flags a fault schedule
+        that takes them all out at once. Default: none."""
+        return []
+
     def address_family(self) -> int:
         """4 or 6: which of the lab's addresses the task sends to (a lab without IPv6 refuses 6)."""
         return 4

@@ -23,7 +23,7 @@ in flight completing late, or timing out and the next one answering; 0 when noth
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import Any, Literal
 
 from pydantic import Field, model_validator
 
@@ -71,6 +71,12 @@ class RequestResponseTask(TaskModel):
 
     def two_paths(self) -> bool:
         return bool(self.mptcp) or self.redundant
+
+    def redundant_links(self, topology: Any) -> list[tuple[str, str]]:
+        """With two paths: the client's links (one of them must be up for a reply to come)."""
+        if not self.two_paths():
+            return []
+        return [(lk.node1, lk.node2) for lk in topology.links if self.client in (lk.node1, lk.node2)]
 
     def nodes(self) -> list[str]:
         return [self.client, self.server]

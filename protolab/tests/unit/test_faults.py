@@ -190,3 +190,23 @@ def test_records_say_what_a_fault_acted_on():
     assert list(link.record())[:7] == [*before, "error"]  # the columns of faults.csv before node faults, in place
     assert (node.record()["link"], node.record()["target"], node.record()["detail"]) == ("h2", "node", "0.5 cores")
     assert (link.record()["target"], link.record()["detail"]) == ("link", None)
+
+
+def test_all_out_finds_when_every_path_is_down_at_once():
+    from protolab.model.faults import Fault, all_out
+
+    def f(d):
+        return Fault.model_validate(d)
+
+    sciop = [f({"link": ["h1", "s1"], "flap": {"down": "4s", "up": "12s", "offset": "2s"}}),
+             f({"link": ["h1", "s2"], "flap": {"down": "4s", "up": "12s", "offset": "10s"}})]  # fmt: skip
+    paths = [("h1", "s1"), ("h1", "s2")]
+    assert all_out(sciop, paths, 160) == []  # SCIOP's pattern: one path is always up
+    overlap = [f({"link": ["h1", "s1"], "flap": {"down": "6s", "up": "10s", "offset": "2s"}}),
+               f({"link": ["s2", "h1"], "flap": {"down": "4s", "up": "12s", "offset": "6s"}})]  # fmt: skip
+    assert all_out(overlap, paths, 40) == [(6.0, 8.0), (22.0, 24.0), (38.0, 40)]
+    black = [f({"link": ["h1", "s1"], "at": "5s", "action": "down"}),
+             f({"link": ["h1", "s2"], "at": "7s", "set": {"loss": "100%"}}),
+             f({"link": ["h1", "s2"], "at": "9s", "set": {"loss": "0%"}})]  # fmt: skip
+    assert all_out(black, paths, 12) == [(7.0, 9.0)]
+    assert all_out(black, [*paths, ("h2", "s1")], 12) == []  # a link no fault touches is never out
