@@ -17,6 +17,7 @@ priority variant, sec. 7.4).
 Columns, per statement (`<task>_` alone for a one-statement spec, else `<task>_s<i>_`):
 `_response_{mean,sd,min,max}_seconds` and `_response_p99_seconds` (request_response),
 `_connect_..._seconds` (connect_disconnect), `_throughput_..._bytes_per_second` (bulk_get), each with
+`_..._ci95_...` (half-width of the mean's 95 % confidence interval, Student's t over the runs) and
 `_..._nsd_ratio`; `_runs_total`, `_timeouts_total`, `_late_total` (exchanges or connections beyond
 `late_bound`);
 `_aggregate_throughput_mean_bytes_per_second` for parallel bulk_gets and
@@ -144,7 +145,7 @@ class SpimsTask(TaskModel):
             measured = [j for j in jobs if j.group == g and j.role == "measured"]
             for kind in dict.fromkeys(j.type for j in measured):
                 q, unit = QUANTITY[kind]
-                cols += [f"{p}_{q}_{s}_{unit}" for s in STATS] + [f"{p}_{q}_nsd_ratio"]
+                cols += [f"{p}_{q}_{s}_{unit}" for s in STATS] + [f"{p}_{q}_ci95_{unit}", f"{p}_{q}_nsd_ratio"]
                 if kind == "request_response":
                     cols.append(f"{p}_response_p99_seconds")
             cols += [f"{p}_runs_total", f"{p}_timeouts_total", f"{p}_late_total"]

@@ -15,6 +15,8 @@ import threading
 import time
 from typing import Any
 
+from scipy.stats import t as student_t
+
 from ..spims import Dist, Job
 from .base import WorkloadError, WorkloadRunner
 from .spims import QUANTITY, SpimsTask
@@ -64,11 +66,14 @@ def agent_job(job: Job, t: SpimsTask, target: str, seed: int, duration: float) -
 
 
 def _stats(values: list[float]) -> dict[str, float | None]:
+    """Over the runs: mean, sd, min, max, normalized sd and the half-width of the mean's 95 % interval."""
     if not values:
-        return dict.fromkeys(("mean", "sd", "min", "max", "nsd"))
-    mean = statistics.fmean(values)
-    sd = statistics.stdev(values) if len(values) > 1 else 0.0
-    return {"mean": mean, "sd": sd, "min": min(values), "max": max(values), "nsd": sd / mean if mean else None}
+        return dict.fromkeys(("mean", "sd", "min", "max", "nsd", "ci95"))
+    mean, n = statistics.fmean(values), len(values)
+    sd = statistics.stdev(values) if n > 1 else 0.0
+    ci = float(student_t.ppf(0.975, n - 1)) * sd / math.sqrt(n) if n > 1 else None
+    return {"mean": mean, "sd": sd, "min": min(values), "max": max(values), "nsd": sd / mean if mean else None,
+            "ci95": ci}  # fmt: skip
 
 
 def run_values(job: Job, result: dict[str, Any]) -> list[float]:
@@ -182,6 +187,7 @@ class SpimsRunner(WorkloadRunner[SpimsTask]):
                 st = _stats(values)
                 out |= {f"{p}_{q}_{s}_{unit}": st[s] for s in ("mean", "sd", "min", "max")}
                 out[f"{p}_{q}_nsd_ratio"] = st["nsd"]
+                out[f"{p}_{q}_ci95_{unit}"] = st["ci95"]
                 if kind == "request_response":
                     p99 = [self.results[j.id]["seconds"]["p99"] for j in measured if j.type == kind]
                     out[f"{p}_response_p99_seconds"] = max(p99) if p99 else None

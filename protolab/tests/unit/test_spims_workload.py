@@ -110,6 +110,7 @@ def test_a_background_statement_measures_its_first_part_and_reports_the_load():
     r.run()
     out = r.result()
     assert out["x_response_mean_seconds"] == pytest.approx(0.002) and out["x_response_sd_seconds"] == 0
+    assert out["x_response_ci95_seconds"] == 0
     assert out["x_runs_total"] == 2 and out["x_late_total"] == 1
     assert out["x_background_throughput_bytes_per_second"] == pytest.approx(5000)
     assert set(out) == set(t.columns())
@@ -133,6 +134,10 @@ def test_parallel_bulk_gets_aggregate_over_the_span_they_ran():
     out = r.result()
     assert out["x_aggregate_throughput_mean_bytes_per_second"] == pytest.approx(4000 / 0.004, rel=1e-4)
     assert out["x_throughput_mean_bytes_per_second"] == pytest.approx(statistics.fmean([1e6, 5e5, 5e5, 5e5]))
+    # Student's t over 4 runs: 3.182 * sd / 2
+    assert out["x_throughput_ci95_bytes_per_second"] == pytest.approx(
+        3.1824 * statistics.stdev([1e6, 5e5, 5e5, 5e5]) / 2, rel=1e-3
+    )
     assert out["x_throughput_max_bytes_per_second"] == pytest.approx(1e6)
     assert out["x_late_total"] == 0, "a transfer is slow, not late"
     assert set(out) == set(t.columns())
