@@ -72,7 +72,21 @@ def static() -> dict[str, Any]:
         "cpu_count": os.cpu_count(),
         "memory_bytes": psutil.virtual_memory().total,
         "sysctls": sysctls,
+        "transports": transports(),
+        "lab_interfaces": "segmentation offloads (tso, gso, gro, lro) off on every lab interface: one frame is "
+        "one frame to the counters and shapers",
     }
+
+
+SPIMS = REPO / "images" / "node" / "bin" / "protolab-spims"
+
+
+def transports() -> dict[str, str]:
+    """The protocol implementations protolab-spims has, and whether this kernel has each (SPIMS sec. 5's
+    "protocol implementation"): name -> 'available: ...' or 'unavailable: why'."""
+    out = run([str(SPIMS), "transports"], check=False) if SPIMS.exists() else ""
+    rows = [line.split(None, 2) for line in out.splitlines() if line.strip()]
+    return {r[0]: f"{r[1]}: {r[2] if len(r) > 2 else ''}".strip() for r in rows if len(r) >= 2}
 
 
 def dynamic() -> dict[str, Any]:
