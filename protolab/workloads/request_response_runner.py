@@ -5,6 +5,7 @@ client while it runs (the subflows' events, in raw/)."""
 from __future__ import annotations
 
 import threading
+import time
 from typing import Any
 
 from .base import WorkloadError, WorkloadRunner
@@ -108,6 +109,12 @@ class RequestResponseRunner(WorkloadRunner[RequestResponseTask]):
         if t.transport == "mptcp":
             self._monitor_thread = threading.Thread(target=self._monitor, daemon=True, name=f"mptcp-{t.name}")
             self._monitor_thread.start()
+            # listening before the first connection: its CREATED and SF_ESTABLISHED events are the timeline's start
+            wait = (
+                "for i in $(seq 40); do pgrep -f 'ip -ts mptcp monitor' >/dev/null && exit 0; sleep 0.05; done; exit 1"
+            )
+            if self.lab.exec(t.client, ["sh", "-c", wait])[0] == 0:
+                time.sleep(0.2)  # from the process to its netlink subscription
 
     def _monitor(self) -> None:
         """`ip -ts mptcp monitor` on the client until run() ends it (its lines are the subflows' timeline)."""
