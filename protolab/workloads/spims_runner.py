@@ -201,7 +201,5 @@ class SpimsRunner(WorkloadRunner[SpimsTask]):
             load = [self.results[j.id] for j in self.jobs if j.group == g and j.role == "background"
                     and j.id in self.results]  # fmt: skip
             if any(j.group == g and j.role == "background" for j in self.jobs):
-                moved = sum(r.get("received_bytes", 0) for r in load)
-                secs = max((r.get("elapsed_seconds") or 0 for r in load), default=0)
-                out[f"{p}_background_throughput_bytes_per_second"] = moved / secs if secs else 0.0
+                out[f"{p}_background_throughput_bytes_per_second"] = (aggregate_rate(load) or 0.0) if load else 0.0
         return out
