@@ -8,7 +8,7 @@ finally `render_all(path)`, which `protolab report` can rerun on any results fol
 from .checks import applies, build_summary, evaluate, statistics
 from .display import Display, axis_str
 from .render import render_all
-from .stats import describe
+from ..stats import describe
 from .store import (
     RawWriter,
     ResultsError,

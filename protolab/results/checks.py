@@ -13,7 +13,7 @@ from typing import Any
 
 from ..model.report import Check, SweepPoint
 from .display import axis_str
-from .stats import clean, describe, mean
+from ..stats import clean, describe, mean
 from .store import SCHEMA_VERSION
 
 

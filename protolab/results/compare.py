@@ -52,7 +52,7 @@ from scipy import stats as _st
 
 from ..model.report import EXPERIMENTS_DIR
 from .display import Display, is_measured
-from .stats import clean
+from ..stats import clean
 from .store import ResultsError, load_json, load_manifest
 
 SCHEMA_VERSION = 1

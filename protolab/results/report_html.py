@@ -15,7 +15,7 @@ from jinja2 import Environment, FileSystemLoader, StrictUndefined
 from ..model.report import Plot
 from . import compare
 from .display import Display, axis_str
-from .stats import clean
+from ..stats import clean
 from .sweep import Sweep
 from .tables import TableData
 

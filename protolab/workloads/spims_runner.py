@@ -15,9 +15,8 @@ import threading
 import time
 from typing import Any
 
-from scipy.stats import t as student_t
-
 from ..spims import Dist, Job
+from ..stats import describe
 from .base import WorkloadError, WorkloadRunner
 from .spims import QUANTITY, SpimsTask
 from .spims_agent import Responder, TransportUnavailableError, initiate, interrupt, target
@@ -67,13 +66,9 @@ def agent_job(job: Job, t: SpimsTask, target: str, seed: int, duration: float) -
 
 def _stats(values: list[float]) -> dict[str, float | None]:
     """Over the runs: mean, sd, min, max, normalized sd and the half-width of the mean's 95 % interval."""
-    if not values:
-        return dict.fromkeys(("mean", "sd", "min", "max", "nsd", "ci95"))
-    mean, n = statistics.fmean(values), len(values)
-    sd = statistics.stdev(values) if n > 1 else 0.0
-    ci = float(student_t.ppf(0.975, n - 1)) * sd / math.sqrt(n) if n > 1 else None
-    return {"mean": mean, "sd": sd, "min": min(values), "max": max(values), "nsd": sd / mean if mean else None,
-            "ci95": ci}  # fmt: skip
+    d = describe(values)
+    half = None if d["ci95_high"] is None else d["ci95_high"] - d["mean"]
+    return {k: d[k] for k in ("mean", "sd", "min", "max", "nsd")} | {"ci95": half}
 
 
 def run_values(job: Job, result: dict[str, Any]) -> list[float]:

@@ -1,10 +1,10 @@
-"""protolab.results.stats.describe against hand-computed values."""
+"""protolab.stats.describe against hand-computed values."""
 
 import math
 
 import pytest
 
-from protolab.results.stats import KEYS, describe
+from protolab.stats import KEYS, describe
 
 
 def test_describe_four_values():
