@@ -26,6 +26,7 @@ Columns, per statement (`<task>_` alone for a one-statement spec, else `<task>_s
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Literal
 
 from pydantic import Field, field_validator, model_validator
@@ -114,18 +115,9 @@ class SpimsTask(TaskModel):
 
     def jobs(self) -> list[Job]:
         """The spec's jobs with the task's hosts filled in where the spec names none."""
-        out = []
-        for j in expand(self.parsed(), self.transport):
-            out.append(
-                j.__class__(
-                    **{
-                        **j.__dict__,
-                        "initiator_host": j.initiator_host or self.initiator,
-                        "responder_host": j.responder_host or self.responder,
-                    }
-                )  # fmt: skip
-            )
-        return out
+        return [replace(j, initiator_host=j.initiator_host or self.initiator,
+                        responder_host=j.responder_host or self.responder)
+                for j in expand(self.parsed(), self.transport)]  # fmt: skip
 
     def address_family(self) -> int:
         return 6 if self.family == "ipv6" else 4
