@@ -14,6 +14,7 @@ from scipy.stats import binomtest
 from protolab import impair, topo
 from protolab.lab import Lab
 from protolab.model.impairment import Impairment, LinkImpairment
+from protolab.workloads.iperf3_runner import HANDSHAKE_ERROR
 from protolab.workloads.ping_runner import parse as ping_parse
 
 from .conftest import root_links
@@ -37,9 +38,14 @@ def _lab(backend: impair.Backend, *items: dict) -> Lab:
 
 def _udp(lab: Lab, rate: str, length: int, seconds: int) -> dict:
     """iperf3 UDP h1 -> h2; the server's JSON report (packets, lost, bytes received)."""
-    lab.nodes["h2"].container.exec_run(["sh", "-c", "iperf3 -s -1 -J > /tmp/s.json"], detach=True)
-    time.sleep(0.4)
-    code, _, err = lab.exec("h1", ["iperf3", "-c", "10.0.1.2", "-u", "-b", rate, "-l", str(length), "-t", str(seconds)])
+    for _attempt in range(3):  # iperf3 opens a UDP test with one datagram each way: on a lossy link, lost
+        lab.nodes["h2"].container.exec_run(["sh", "-c", "iperf3 -s -1 -J > /tmp/s.json"], detach=True)
+        time.sleep(0.4)
+        code, _, err = lab.exec("h1", ["iperf3", "-c", "10.0.1.2", "-u", "-b", rate, "-l", str(length), "-t",
+                                       str(seconds)])  # fmt: skip
+        if HANDSHAKE_ERROR not in err:
+            break
+        lab.exec("h2", ["pkill", "iperf3"])
     assert code == 0, err
     time.sleep(0.5)
     return json.loads(lab.exec("h2", ["cat", "/tmp/s.json"])[1])["end"]
