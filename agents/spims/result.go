@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"io"
 
+	"protolab/agents/internal/measure"
 	"protolab/agents/transport"
 )
 
@@ -38,6 +39,7 @@ type Result struct {
 	LateAtUnixNs     []int64           `json:"late_at_unix_ns"`
 	LateSeconds      []float64         `json:"late_seconds"`      // each late iteration's seconds, beside late_at_unix_ns
 	BlockMaxSeconds  []float64         `json:"block_max_seconds"` // per block of the job's `block` iterations: the maximum
+	Histogram        []measure.Bucket  `json:"histogram"`         // every completed iteration's seconds, log buckets (16 per octave), the non-empty ones
 	TimeoutAtUnixNs  []int64           `json:"timeout_at_unix_ns"`
 	MarksNotKept     int               `json:"marks_not_kept"`
 	SentBytes        int64             `json:"sent_bytes"`
@@ -77,7 +79,7 @@ func newResult(p *Plan) *Result {
 		TimeLimitSeconds: Float(p.Limits.TimeLimit.Seconds()), TimeoutSeconds: Float(p.Limits.Timeout.Seconds()),
 		LateBoundSeconds: Float(p.Limits.LateBound.Seconds()),
 		LateAtUnixNs:     []int64{}, TimeoutAtUnixNs: []int64{}, Paths: []PathResult{},
-		LateSeconds: []float64{}, BlockMaxSeconds: []float64{},
+		LateSeconds: []float64{}, BlockMaxSeconds: []float64{}, Histogram: []measure.Bucket{},
 	}
 	switch {
 	case p.ResponseSize != nil:
@@ -120,6 +122,7 @@ func (r *Result) fill(o *Outcome, samples bool) {
 	r.LateAtUnixNs = append(r.LateAtUnixNs, rec.lateAt...)
 	r.LateSeconds = append(r.LateSeconds, rec.lateD...)
 	r.BlockMaxSeconds = append(r.BlockMaxSeconds, rec.blockMax...)
+	r.Histogram = rec.hist.Buckets()
 	r.TimeoutAtUnixNs = append(r.TimeoutAtUnixNs, rec.timeoutAt...)
 	r.MarksNotKept = rec.marksShort
 	r.SentBytes, r.ReceivedBytes = o.SentBytes, o.RecvBytes

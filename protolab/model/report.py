@@ -13,7 +13,7 @@ from typing import Any, Literal, Protocol
 
 from pydantic import Field, model_validator
 
-from ..units import Quantity
+from ..units import Quantity, Seconds
 from .base import COLUMN_RE, NAME_RE, Strict
 
 EXPERIMENTS_DIR = Path(__file__).resolve().parents[2] / "experiments"
@@ -130,15 +130,32 @@ class Knee(Strict):
 
 
 class Plot(Strict):
+    """bar and line: tidy columns against a sweep axis. From the raw series of the tasks (raw/series.csv):
+    `ccdf`, the distribution of every sample a histogram series counted (y names it: `rr_rtt_seconds` reads
+    the buckets `rr_rtt_seconds_bucket`), a panel per value of `x`, one curve per `group` value, log-log; and
+    `series`, each sample of a raw series against its number (SCIOP's Fig. 8: the maximum of each block of
+    round trips), a panel per value of `x`, one colour per `group` value."""
+
     name: str = Field(..., pattern=NAME_RE)
     title: str
-    kind: Literal["bar", "line"] = "bar"
-    x: str = Field(..., description="axis name on the x axis")
-    y: list[str] = Field(..., min_length=1, description="tidy columns")
+    kind: Literal["bar", "line", "ccdf", "series"] = "bar"
+    x: str = Field(..., description="axis name on the x axis (ccdf and series: one panel per value)")
+    y: list[str] = Field(..., min_length=1, description="tidy columns (ccdf and series: raw series names)")
     group: str | None = Field(None, description="axis name: one series (or panel) per value")
     where: dict[str, Any] = Field(default_factory=dict, description="only points whose axes have these values")
     ylabel: str = ""
     reference: str | None = Field(None, description="an axis or column drawn as the configured/expected value")
+    marks: dict[str, Seconds] = Field(
+        default_factory=dict, description="ccdf and series: labelled lines at these times, e.g. {goal: 50ms}"
+    )
+
+    @model_validator(mode="after")
+    def _raw_kinds(self) -> Plot:
+        if self.marks and self.kind in ("bar", "line"):
+            raise ValueError(f"plot {self.name}: marks are drawn on ccdf and series plots, not on {self.kind}")
+        if self.reference and self.kind in ("ccdf", "series"):
+            raise ValueError(f"plot {self.name}: a {self.kind} plot has no reference; use marks")
+        return self
 
 
 class CheckedExperiment(Protocol):

@@ -372,8 +372,8 @@ class ExperimentRun:
                     print(f"  skipped: {line}", flush=True)
             row.update(figures)
             row.update(r.fault_edges(out.events))  # probes that can see outages compare them with the events
-            for series, ts, value in r.series():
-                self.raw.write(point.id, rep, out.name, series, {}, ts, value)
+            for series, ts, value, *labels in r.series():
+                self.raw.write(point.id, rep, out.name, series, labels[0] if labels else {}, ts, value)
 
     def _destroy(self, lab: Lab) -> None:
         lab.teardown()

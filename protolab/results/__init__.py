@@ -5,10 +5,10 @@ raw samples, `write_tidy(rows, axes, columns)`, `write_json("summary.json", buil
 finally `render_all(path)`, which `protolab report` can rerun on any results folder.
 """
 
+from ..stats import describe
 from .checks import applies, build_summary, evaluate, statistics
 from .display import Display, axis_str
 from .render import render_all
-from ..stats import describe
 from .store import (
     RawWriter,
     ResultsError,

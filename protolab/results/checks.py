@@ -12,8 +12,8 @@ from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 from ..model.report import Check, SweepPoint
-from .display import axis_str
 from ..stats import clean, describe, mean
+from .display import axis_str
 from .store import SCHEMA_VERSION
 
 

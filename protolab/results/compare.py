@@ -51,8 +51,8 @@ from typing import Any
 from scipy import stats as _st
 
 from ..model.report import EXPERIMENTS_DIR
-from .display import Display, is_measured
 from ..stats import clean
+from .display import Display, is_measured
 from .store import ResultsError, load_json, load_manifest
 
 SCHEMA_VERSION = 1

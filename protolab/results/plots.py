@@ -11,8 +11,8 @@ from matplotlib.figure import Figure
 from matplotlib.ticker import StrMethodFormatter
 
 from ..model.report import Plot
-from .display import Display, parse_axis_value, quantity_name, unit_family
 from ..stats import clean, describe
+from .display import Display, parse_axis_value, quantity_name, unit_family
 from .sweep import Row, Sweep, only_where, pooled_note, where_note
 
 PALETTE = ["#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b", "#e377c2", "#7f7f7f", "#bcbd22"]

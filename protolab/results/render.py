@@ -26,9 +26,10 @@ from pydantic import ValidationError
 from ..model.report import Knee, Plot, Table
 from .compare import COMPARE_DIR
 from .plots import plot_png
+from .rawplots import raw_plot_png
 from .report_html import report_html
 from .seedtables import load_for_run
-from .store import SUMMARY, TIDY, ResultsError, load_json, load_manifest, read_tidy
+from .store import RAW, SUMMARY, TIDY, ResultsError, load_json, load_manifest, read_raw, read_tidy
 from .sweep import Sweep
 from .tables import KneeData, TableData
 from .timeline import fault_timeline_png
@@ -100,9 +101,15 @@ def render_all(run_dir: Path) -> list[Path]:
             written.append(path)
 
     plots: list[tuple[Plot, bytes]] = []
+    raw: list[dict[str, Any]] | None = None
     for p in _parse_items(Plot, spec.get("plots"), "plots", problems):
         try:
-            png = plot_png(p, sweep, rows)
+            if p.kind in ("ccdf", "series"):
+                if raw is None:
+                    raw = read_raw(run_dir / RAW) if (run_dir / RAW).exists() else []
+                png = raw_plot_png(p, sweep, raw)
+            else:
+                png = plot_png(p, sweep, rows)
         except ValueError as exc:
             problems.append(f"plot {p.name}: {exc}")
             continue

@@ -13,9 +13,9 @@ import yaml
 from jinja2 import Environment, FileSystemLoader, StrictUndefined
 
 from ..model.report import Plot
+from ..stats import clean
 from . import compare
 from .display import Display, axis_str
-from ..stats import clean
 from .sweep import Sweep
 from .tables import TableData
 

@@ -13,10 +13,10 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..model.report import Knee, Table
+from ..stats import clean, describe
 from .display import MISSING, Display, parse_axis_value, unit_family
 from .seedtables import SeedTable
 from .seedtables import key as seedkey
-from ..stats import clean, describe
 from .sweep import Row, Sweep, only_where, pooled_note, select_rows, where_note
 
 NSD_BOUND = 0.05  # SPIMS (sec. 7) attaches the normalized sd to a result above this

@@ -1,7 +1,8 @@
 """The fault timeline over latency: one panel per (point, repetition, phase) that had faults.
 
 From the results folder alone: faults.csv (what happened when) and raw/series.csv (any series whose name
-says it is a delay in seconds: `*rtt_seconds`, `*delay_seconds`, `*latency_seconds`). Links that were down
+says it is a delay in seconds: `*rtt_seconds`, `*delay_seconds`, `*latency_seconds`; and `*_subflows`, the
+MPTCP subflows up, as steps on a second axis). Links that were down
 are red bands (one lane per link under the latency), step changes and node events (pause, kill, stress, ...)
 dashed lines. Time is seconds since the
 phase start (the events' unix time minus their actual offset).
@@ -22,6 +23,7 @@ from .store import RAW, read_raw
 
 FAULTS = "faults.csv"
 LATENCY_RE = re.compile(r"(rtt|delay|latency)_seconds$")
+SUBFLOWS_RE = re.compile(r"_subflows$")  # a step series: how many MPTCP subflows were up (request_response)
 MAX_PANELS = 6
 COLORS = ["#1f77b4", "#ff7f0e", "#2ca02c", "#9467bd", "#8c564b"]
 DOWN_COLOR = "#d62728"
@@ -67,14 +69,19 @@ def fault_timeline_png(run_dir: Path, labels: dict[str, str] | None = None) -> t
     keys = list(groups)[:MAX_PANELS]
     fig = Figure(figsize=(10, 2.6 * len(keys) + 0.4), dpi=100)
     axes = fig.subplots(len(keys), 1, squeeze=False)[:, 0]
-    any_latency = False
+    any_latency = any_steps = False
     for ax, key in zip(axes, keys, strict=True):
         events = groups[key]
         t0 = min(float(e["unix_time_seconds"]) - float(e["actual_seconds"]) for e in events)
         series: dict[str, list[tuple[float, float]]] = {}
+        steps: dict[str, list[tuple[float, float]]] = {}
         for r in raw:
-            if (r["point"], r["repetition"], r["phase"]) == key and LATENCY_RE.search(r["series"]):
+            if (r["point"], r["repetition"], r["phase"]) != key:
+                continue
+            if LATENCY_RE.search(r["series"]):
                 series.setdefault(r["series"], []).append((r["timestamp_seconds"] - t0, r["value"] * 1e3))
+            elif SUBFLOWS_RE.search(r["series"]):
+                steps.setdefault(r["series"], []).append((r["timestamp_seconds"] - t0, r["value"]))
         end = max([float(e["actual_seconds"]) for e in events] + [t for pts in series.values() for t, _ in pts])
         end = max(end, 1.0)
         top = 0.0
@@ -96,6 +103,18 @@ def fault_timeline_png(run_dir: Path, labels: dict[str, str] | None = None) -> t
                 t = float(e["actual_seconds"])
                 ax.axvline(t, color="#444444", ls="--", lw=1)
                 ax.text(t, top * 1.02, f" {e['link']} {e['action']}", fontsize=8, color="#444444", va="bottom")
+        if steps:
+            any_steps = True
+            twin = ax.twinx()
+            for name, pts in sorted(steps.items()):
+                pts.sort()
+                xs, ys = [t for t, _ in pts], [v for _, v in pts]
+                twin.step([*xs, end], [*ys, ys[-1]], where="post", color="#2ca02c", lw=1.2,
+                          label=name.replace("_", " "))  # fmt: skip
+            twin.set_ylabel("subflows up", color="#2ca02c")
+            twin.set_ylim(0, max(v for pts in steps.values() for _, v in pts) + 1)
+            twin.spines[["top"]].set_visible(False)
+            twin.legend(loc="upper left", fontsize=8, frameon=False)
         ax.set_xlim(0, end)
         ax.set_ylim(0, top * (1.12 + 0.07 * max(0, len(spans) - 1)))
         point, rep, phase = key
@@ -112,6 +131,8 @@ def fault_timeline_png(run_dir: Path, labels: dict[str, str] | None = None) -> t
     buf = io.BytesIO()
     fig.savefig(buf, format="png")
     caption = "Fault timeline over latency: red bands = link down, dashed = step change or node event"
+    if any_steps:
+        caption += ", green steps = MPTCP subflows up (ip mptcp monitor)"
     if not any_latency:
         caption += " (no delay or RTT series in this run's raw/series.csv)"
     if len(groups) > MAX_PANELS:

@@ -90,8 +90,9 @@ class WorkloadRunner(Generic[T]):
         """Columns comparing what the task saw with the phase's fault events (e.g. outage edges)."""
         return {}
 
-    def series(self) -> list[tuple[str, float, float]]:
-        """Raw (series, unix time, value) samples for timeline plots."""
+    def series(self) -> list[tuple[Any, ...]]:
+        """Raw samples for timeline and raw plots: (series, unix time, value), or (series, unix time, value,
+        labels) with a dict of labels (a histogram's cumulative `<name>_bucket` rows carry `le`)."""
         return []
 
     def raw(self) -> dict[str, Any]:

@@ -4,8 +4,10 @@ client while it runs (the subflows' events, in raw/)."""
 
 from __future__ import annotations
 
+import re
 import threading
 import time
+from datetime import UTC, datetime
 from typing import Any
 
 from .base import WorkloadError, WorkloadRunner
@@ -35,6 +37,50 @@ def failover(
         done = [s + rtt for s, rtt in late if s <= t + slack and t <= s + rtt]
         worst = max(worst, (max(done) if done else t) - edge)
     return worst
+
+
+MONITOR_RE = re.compile(r"^\[(?P<ts>[0-9T:.\-]+)\]\s+\[\s*(?P<event>[A-Z_]+)\]\s*(?P<rest>.*)$")
+
+
+def monitor_events(text: str) -> list[tuple[float, str, dict[str, str]]]:
+    """`ip -ts mptcp monitor` lines as (unix time, event, fields); lines of another shape are left out. The
+    timestamps are the host's local time (UTC in lab containers)."""
+    out = []
+    for line in text.splitlines():
+        m = MONITOR_RE.match(line.strip())
+        if not m:
+            continue
+        try:
+            at = datetime.fromisoformat(m["ts"]).replace(tzinfo=UTC).timestamp()
+        except ValueError:
+            continue
+        fields = dict(kv.split("=", 1) for kv in m["rest"].split() if "=" in kv)
+        out.append((at, m["event"], fields))
+    return out
+
+
+def subflow_series(text: str, name: str) -> list[tuple[str, float, float, dict[str, str]]]:
+    """The number of established subflows after each subflow event (a step series named `name`), labelled with
+    the event and the subflow (saddr:sport->daddr:dport): the MPTCP connection's own timeline. The initial
+    subflow counts from ESTABLISHED; CLOSED ends them all."""
+    up: set[str] = set()
+    out = []
+    for at, event, f in monitor_events(text):
+        saddr, daddr = (f.get(f"{k}4") or f.get(f"{k}6") or "?" for k in ("saddr", "daddr"))
+        sf = f"{saddr}:{f.get('sport', '?')}->{daddr}:{f.get('dport', '?')}"
+        if event in ("ESTABLISHED", "SF_ESTABLISHED"):
+            up.add(sf)
+        elif event == "SF_CLOSED":
+            up.discard(sf)
+        elif event == "CLOSED":
+            up.clear()
+        elif event != "SF_PRIORITY":
+            continue  # CREATED, ANNOUNCED, REMOVED, LISTENER_*: not a subflow changing state
+        labels = {"event": event} | ({"subflow": sf} if event != "CLOSED" else {})
+        if "backup" in f:
+            labels["backup"] = f["backup"]
+        out.append((name, at, float(len(up)), labels))
+    return out
 
 
 def rtt_max(result: dict[str, Any]) -> float | None:
@@ -171,13 +217,19 @@ class RequestResponseRunner(WorkloadRunner[RequestResponseTask]):
         worst = failover(late, timeouts, r.get("timeout_seconds") or self.task.timeout, edges)
         return {f"{self.task.name}_failover_max_seconds": worst}
 
-    def series(self) -> list[tuple[str, float, float]]:
+    def series(self) -> list[tuple[Any, ...]]:
         r, n = self.result_json, self.task.name
         late = [(f"{n}_late_rtt_seconds", s / 1e9, v)
                 for s, v in zip(r.get("late_at_unix_ns") or [], r.get("late_seconds") or [], strict=False)]  # fmt: skip
         start, blocks = (r.get("start_unix_ns") or 0) / 1e9, r.get("block_max_seconds") or []
         span = (r.get("elapsed_seconds") or 0) / max(1, len(blocks))
-        return late + [(f"{n}_block_max_seconds", start + i * span, v) for i, v in enumerate(blocks)]
+        end = start + (r.get("elapsed_seconds") or 0)
+        cum, hist = 0, []
+        for b in r.get("histogram") or []:  # every round trip, Prometheus style: cumulative counts per upper edge
+            cum += int(b["count"])
+            hist.append((f"{n}_rtt_seconds_bucket", end, float(cum), {"le": f"{b['le']:.6g}"}))
+        blocks_s = [(f"{n}_block_max_seconds", start + i * span, v) for i, v in enumerate(blocks)]
+        return [*late, *blocks_s, *hist, *subflow_series(self.monitor.get("stdout", ""), f"{n}_subflows")]
 
     def raw(self) -> dict[str, Any]:
         return {"result": self.result_json, "setup": self.setup, "mptcp_monitor": self.monitor}

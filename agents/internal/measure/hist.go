@@ -103,3 +103,24 @@ func (h *Hist) Cumulative(bounds []float64) map[float64]uint64 {
 	}
 	return out
 }
+
+// Bucket is one non-empty bucket of a Hist: Count samples in (previous Le, Le].
+type Bucket struct {
+	Le    float64 `json:"le"`
+	Count uint64  `json:"count"`
+}
+
+// Buckets are the non-empty buckets in increasing order (samples below
+// 100 ns first, with Le 100 ns); their counts add up to Count().
+func (h *Hist) Buckets() []Bucket {
+	out := []Bucket{}
+	if h.under > 0 {
+		out = append(out, Bucket{Le: histMin, Count: h.under})
+	}
+	for i, c := range h.counts {
+		if c > 0 {
+			out = append(out, Bucket{Le: histMin * math.Exp2(float64(i+1)/histPerOct), Count: c})
+		}
+	}
+	return out
+}

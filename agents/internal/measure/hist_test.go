@@ -24,3 +24,38 @@ func TestHistQuantiles(t *testing.T) {
 		t.Error("empty quantile not NaN")
 	}
 }
+
+func TestHistBuckets(t *testing.T) {
+	var h Hist
+	for _, v := range []float64{-1e-6, 50e-9, 1e-3, 1e-3, 2e-3, 1.5} {
+		h.Add(v)
+	}
+	b := h.Buckets()
+	var n uint64
+	prev := 0.0
+	for _, x := range b {
+		if x.Le <= prev || x.Count == 0 {
+			t.Fatalf("buckets not increasing and non-empty: %v", b)
+		}
+		prev, n = x.Le, n+x.Count
+	}
+	if n != h.Count() || b[0].Le != histMin || b[0].Count != 2 {
+		t.Fatalf("buckets %v: %d samples, want %d, two under 100 ns first", b, n, h.Count())
+	}
+	// each sample lies in its bucket: le within one bucket's width above it
+	for _, v := range []float64{1e-3, 2e-3, 1.5} {
+		found := false
+		for _, x := range b {
+			if v <= x.Le && v > x.Le/math.Exp2(1.0/histPerOct) {
+				found = true
+			}
+		}
+		if !found {
+			t.Errorf("%v in no bucket of %v", v, b)
+		}
+	}
+	var e Hist
+	if len(e.Buckets()) != 0 {
+		t.Error("empty histogram has buckets")
+	}
+}
