@@ -1,0 +1,38 @@
+// Package asn1c registers the ASN.1 transfer syntaxes "ber", "der" and
+// "uper" of the DIS module ../asn1/DIS.asn, encoded and decoded by C that
+// asn1c 0.9.28 (Debian's asn1c package, the compiler of vlm/asn1c) generated
+// from the module, called through cgo. The generated files are committed;
+// gen.sh regenerates them and TestGeneratedUpToDate fails when they differ.
+// bridge.c (hand-written, about 200 lines) walks asn1c's type descriptors
+// to move values between the generated structs and a syntax.Stream, so no
+// per-field glue exists on either side.
+//
+// Why asn1c: it compiles the module into codecs (no interpretation of the
+// schema at run time), it is packaged by Debian (apt, pinned by the
+// release), and its BER/DER/PER runtime is a long-maintained, widely used
+// one. The second, independent implementation is asn1tools (PyPI, pinned
+// in requirements.txt), used by protolab/tests/unit/test_asn1_crosscheck.py.
+//
+// What the names mean:
+//
+//	ber   encodes DER (every DER encoding is BER; asn1c has no separate BER
+//	      encoder); decodes any BER: indefinite lengths, non-minimal length
+//	      octets, REAL in any base accepted (X.690 8.1.3.6).
+//	der   encodes DER; decodes only DER: input that decodes but is not the
+//	      DER encoding of its value is rejected (reason indefinite-length
+//	      when an indefinite length is present, else not-der).
+//	uper  unaligned PER (X.691 UNALIGNED variant).
+//
+// Aligned PER is missing: asn1c 0.9.28 has only the unaligned variant
+// (aper_* arrived in asn1c's later development line, not in a Debian
+// release); asn1tools reports aligned PER sizes in the cross-check.
+//
+// Unknown tags: the module has no extension markers, so an outermost tag
+// that is no DISPDU alternative is a drop with reason unknown-tag and an
+// unknown tag inside a PDU makes asn1c fail (reason malformed). Values out of
+// the module's ranges (BER decoders do not check constraints) are reported
+// as constraint after asn_check_constraints.
+//
+// Without cgo (CGO_ENABLED=0) the three names are registered as
+// unavailable, saying so.
+package asn1c
