@@ -82,7 +82,8 @@ def fault_timeline_png(run_dir: Path, labels: dict[str, str] | None = None) -> t
                 series.setdefault(r["series"], []).append((r["timestamp_seconds"] - t0, r["value"] * 1e3))
             elif SUBFLOWS_RE.search(r["series"]):
                 steps.setdefault(r["series"], []).append((r["timestamp_seconds"] - t0, r["value"]))
-        end = max([float(e["actual_seconds"]) for e in events] + [t for pts in series.values() for t, _ in pts])
+        end = max([float(e["actual_seconds"]) for e in events]
+                  + [t for pts in [*series.values(), *steps.values()] for t, _ in pts])  # fmt: skip
         end = max(end, 1.0)
         top = 0.0
         for i, (name, pts) in enumerate(sorted(series.items())):
