@@ -369,14 +369,26 @@ class NetemBackend(Backend):
             run(["ip", "link", "del", probe], check=False)
 
     def apply(self, sender: Endpoint, receiver: Endpoint, imp: Impairment, at: str = "sender") -> list[str]:
+        """netem for everything but a bit error rate: netem's `corrupt` is one probability for every packet,
+        while a BER makes it depend on the packet's size, so `ber` goes to protolab-linkem where the packets
+        arrive (it draws 1-(1-ber)^(8 n) per packet of n bytes)."""
+        ber = imp.ber
+        if ber:
+            imp = imp.model_copy(update={"ber": None})
         dev = sender if at == "sender" else ingress_device(receiver)
         leaf = None if imp.shaping_only() else ["netem", *imp.netem_args()]
         self.shape(dev, imp, leaf)
-        return [f"{dev.intf}: " + (f"htb {format_rate(imp.rate)} " if imp.rate else "") + " ".join(leaf or [])]
+        done = [f"{dev.intf}: " + (f"htb {format_rate(imp.rate)} " if imp.rate else "") + " ".join(leaf or [])]
+        if ber:
+            lk = Linkem(receiver, f"{sender.intf}>{receiver.intf}", Impairment(ber=ber))
+            done.append(f"{receiver.intf}: protolab-linkem queue {lk.queue} --ber {ber:g}")
+        return done
 
     def change(self, sender: Endpoint, receiver: Endpoint, old: Impairment, new: Impairment, at: str) -> bool:
         if old.rate != new.rate or old.shaping_only() or new.shaping_only() or "dscp" in (old.queue, new.queue):
             return False
+        if old.ber or new.ber:
+            return False  # the bit errors are linkem's: reapply
         dev = sender if at == "sender" else ifb_for(receiver)
         run(dev.cmd("tc", "qdisc", "change", "dev", dev.intf, "handle", "10:", "netem", *new.netem_args()))
         return True

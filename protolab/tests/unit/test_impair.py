@@ -140,3 +140,20 @@ def test_linkem_output_is_drained_and_kept_for_errors(fake_linkem, monkeypatch):
         lk.stop()
     assert not _alive(int(fake_linkem.read_text()))
     assert not lk.control.exists()
+
+
+def test_netem_leaves_a_bit_error_rate_to_linkem_which_draws_it_per_packet_size(fake_linkem, monkeypatch):
+    cmds: list[list[str]] = []
+    monkeypatch.setattr(impair, "run", lambda cmd, check=True, timeout=120, input=None: cmds.append(cmd) or "")
+    sender, receiver = impair.Endpoint("r1-eth0"), impair.Endpoint("r2-eth0")
+    done = impair.NetemBackend().apply(sender, receiver, Impairment(delay="270ms", ber=1e-5, rate="64kbit"))
+    try:
+        netem = [c for c in cmds if "netem" in c]
+        assert netem and all("corrupt" not in c for c in netem), netem  # one probability for all sizes: not used
+        assert "delay" in netem[0] and "270000us" in netem[0]
+        assert done[-1].startswith("r2-eth0: protolab-linkem") and done[-1].endswith("--ber 1e-05")
+        assert impair.Linkem.at(receiver) is not None
+        old, new = Impairment(delay="270ms", ber=1e-5), Impairment(delay="270ms", ber=1e-6)
+        assert impair.NetemBackend().change(sender, receiver, old, new, "sender") is False  # reapplied whole
+    finally:
+        impair.Linkem.stop_all()
