@@ -72,7 +72,14 @@ def content_hash(name: str) -> str:
 
 
 # static; the node image (agent, dishost) and the host (linkem) use them
-BINARIES = ("protolab-agent", "protolab-linkem", "protolab-dishost", "protolab-converter", "protolab-spims")
+BINARIES = (
+    "protolab-agent",
+    "protolab-linkem",
+    "protolab-dishost",
+    "protolab-converter",
+    "protolab-spims",
+    "protolab-tp4",
+)
 
 
 def build_agent() -> Path:
