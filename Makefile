@@ -63,11 +63,16 @@ FUZZTIME ?= 10s
 # fixed in 1.27; CI hit it). The fuzzer alone runs on the fixed toolchain, which
 # the go command fetches from the module proxy (76 MB, once per machine).
 FUZZ_GOTOOLCHAIN ?= go1.27.3
-fuzz: venv ## every Go fuzz target (func FuzzX in agents/) for FUZZTIME (10s) each on Go $(FUZZ_GOTOOLCHAIN), then the SPIMS parser (Hypothesis) for 30s
+# The transfer-syntax decoders (issue 15) get FUZZTIME_SYNTAX each: 4 x 30 s,
+# 80 s more than FUZZTIME would give them.
+FUZZTIME_SYNTAX ?= 30s
+FUZZ_SYNTAX_TARGETS := FuzzDecodeBER FuzzDecodeDER FuzzDecodeUPER FuzzDecodeSkinny
+fuzz: venv ## every Go fuzz target (func FuzzX in agents/) for FUZZTIME (10s) each, the transfer-syntax decoders for FUZZTIME_SYNTAX (30s), on Go $(FUZZ_GOTOOLCHAIN), then the SPIMS parser (Hypothesis) for 30s
 	@cd agents && for f in $$(grep -rl --include='*_test.go' '^func Fuzz' . | sort); do \
 	  for t in $$(sed -n 's/^func \(Fuzz[A-Za-z0-9_]*\)(.*/\1/p' "$$f"); do \
-	    echo "fuzz: $$t in $$(dirname "$$f") for $(FUZZTIME)"; \
-	    GOTOOLCHAIN=$(FUZZ_GOTOOLCHAIN) go test -run '^$$' -fuzz "^$$t\$$" -fuzztime $(FUZZTIME) "$$(dirname "$$f")" || exit 1; \
+	    ft=$(FUZZTIME); case " $(FUZZ_SYNTAX_TARGETS) " in *" $$t "*) ft=$(FUZZTIME_SYNTAX);; esac; \
+	    echo "fuzz: $$t in $$(dirname "$$f") for $$ft"; \
+	    GOTOOLCHAIN=$(FUZZ_GOTOOLCHAIN) go test -run '^$$' -fuzz "^$$t\$$" -fuzztime $$ft "$$(dirname "$$f")" || exit 1; \
 	  done; \
 	done
 	SPIMS_FUZZ_SECONDS=30 $(VENV)/bin/python -m pytest -q protolab/tests/fuzz
@@ -83,12 +88,13 @@ rules-test: images ## promtool check + unit tests of the Prometheus recording ru
 
 test: images lint unit rules-test go-test fuzz integration ## everything: lint, unit, rules, Go, fuzz, integration (what CI runs)
 
-bench: images ## benchmarks (figures, not gates): deploy/teardown per node, impairment apply/clear, linkem pps + added delay, DIS host PDUs/s, converter C_2 msgs/s + added delay
+bench: images ## benchmarks (figures, not gates): deploy/teardown per node, impairment apply/clear, linkem pps + added delay, DIS host PDUs/s, transfer syntaxes per PDU type (size, encode/decode ns, BER and skinny vs raw), converter C_2 msgs/s + added delay
 	$(PY) -m bench.deploy
 	$(PY) -m bench.deploy_floor
 	$(PY) -m bench.impair
 	$(PY) -m bench.spims
 	cd agents && go test -run '^$$' -bench . -benchtime 2s -cpu 2 ./dishost
+	cd agents && go test -run '^$$' -bench . -benchtime 200ms -cpu 1 ./syntax/asn1c
 	cd agents && go test -run 'AddedDelay' -v -bench . -benchtime 2s -cpu 1 ./converter ./bundle
 
 nightly: images ## every experiment's nightly (else quick) profile, compared with experiments/references/

@@ -67,7 +67,7 @@ def content_hash(name: str) -> str:
     h = hashlib.sha256()
     _hash_tree(h, IMAGES / name, ("Dockerfile", "*.yml", "*.yaml", "*.json", ".dockerignore"))
     if name == "node":
-        _hash_tree(h, AGENTS, ("*.go", "go.mod", "go.sum"))
+        _hash_tree(h, AGENTS, ("*.go", "*.c", "*.h", "go.mod", "go.sum"))
     return h.hexdigest()[:16]
 
 
@@ -80,6 +80,8 @@ BINARIES = (
     "protolab-spims",
     "protolab-tp4",
 )
+# built with cgo: the DIS host's ASN.1 transfer syntaxes are asn1c's C (agents/syntax/asn1c)
+CGO_BINARIES = ("protolab-dishost",)
 
 
 def build_agent() -> Path:
@@ -87,9 +89,12 @@ def build_agent() -> Path:
     out = IMAGES / "node" / "bin"
     out.mkdir(parents=True, exist_ok=True)
     rev = git_commit()["commit"][:12]
-    env = "CGO_ENABLED=0 GOTOOLCHAIN=local"
     for name in BINARIES:
-        run(["sh", "-c", f'cd {AGENTS} && {env} go build -trimpath -ldflags "-s -w -X main.revision={rev}" '
+        env, tags, ext = "CGO_ENABLED=0 GOTOOLCHAIN=local", "", ""
+        if name in CGO_BINARIES:  # static all the same: glibc linked in, Go's resolver and user lookup
+            env, tags = "CGO_ENABLED=1 GOTOOLCHAIN=local", "-tags netgo,osusergo "
+            ext = " -linkmode external -extldflags -static"
+        run(["sh", "-c", f'cd {AGENTS} && {env} go build -trimpath {tags}-ldflags "-s -w -X main.revision={rev}{ext}" '
              f"-o {out / name} ./cmd/{name}"], timeout=600)  # fmt: skip
     return out
 

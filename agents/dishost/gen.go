@@ -7,6 +7,8 @@ import (
 	"time"
 
 	"protolab/agents/dis"
+	"protolab/agents/syntax"
+	_ "protolab/agents/syntax/asn1c" // registers ber, der, uper (cgo builds)
 )
 
 // Generator builds the messages of N simulated entities. It is not safe for
@@ -26,6 +28,7 @@ type Generator struct {
 	det       dis.DetonationPDU
 	col       dis.CollisionPDU
 	others    map[dis.PDUType]dis.PDU
+	codec     syntax.Codec // nil: raw, MarshalTo
 	lastES    []time.Time
 	next      int // message counter
 	stride    int // group of message i = i*stride mod groups (coprime: every group, evenly spread in time)
@@ -43,10 +46,16 @@ type GenConfig struct {
 	Site     uint16
 	App      uint16
 	Seed     int64
+	// Syntax is the transfer syntax PDUs are sent in (agents/syntax; ""
+	// or "raw": the native encoding). Size must be 0 with any other.
+	Syntax string
 }
 
 // NewGenerator validates c and returns a generator.
 func NewGenerator(c GenConfig) (*Generator, error) {
+	if c.Syntax != "" && c.Syntax != "raw" && c.Size != 0 {
+		return nil, fmt.Errorf("size %d: a transfer syntax other than raw sends PDUs at their encoded size (size 0)", c.Size)
+	}
 	if err := c.Plan.Validate(); err != nil {
 		return nil, err
 	}
@@ -64,6 +73,10 @@ func NewGenerator(c GenConfig) (*Generator, error) {
 		rng: rand.New(rand.NewSource(c.Seed)), lastES: make([]time.Time, c.Entities),
 		SentGroup: make([]uint64, c.Plan.Groups), SentType: map[dis.PDUType]uint64{}, others: map[dis.PDUType]dis.PDU{}}
 	g.stride = Stride(c.Plan.Groups)
+	var err error
+	if g.codec, err = newCodec(c.Syntax); err != nil {
+		return nil, err
+	}
 	for t := range c.Mix {
 		g.types = append(g.types, t)
 	}
@@ -103,6 +116,7 @@ func NewGenerator(c GenConfig) (*Generator, error) {
 			if p == nil {
 				return nil, fmt.Errorf("mix: PDU type %d is not implemented", t)
 			}
+			*syntax.HeaderOf(p) = dis.NewHeader(t, 1, 0) // version 6, exercise 1, the type's family
 			g.others[t] = p
 		}
 	}
@@ -190,8 +204,17 @@ func (g *Generator) Next(buf []byte, now time.Time) (n, group int, err error) {
 	}
 	a := g.plan.MessageAddress(group, e)
 	buf[0], buf[1] = byte(a>>8), byte(a)
-	m, err := p.MarshalTo(buf[dis.MessageAddressSize:])
-	if err != nil {
+	var m int
+	if g.codec != nil {
+		out, err := g.codec.Append(buf[dis.MessageAddressSize:dis.MessageAddressSize], p)
+		if err != nil {
+			return 0, 0, err
+		}
+		if m = len(out); dis.MessageAddressSize+m > len(buf) {
+			return 0, 0, fmt.Errorf("%s encoding of a %v PDU is %d bytes, more than a datagram here", g.codec.Name(), t, m)
+		}
+		copy(buf[dis.MessageAddressSize:], out) // a no-op unless Append had to grow
+	} else if m, err = p.MarshalTo(buf[dis.MessageAddressSize:]); err != nil {
 		return 0, 0, err
 	}
 	n = dis.MessageAddressSize + m
@@ -219,4 +242,21 @@ func setTimestamp(p dis.PDU, ts uint32) {
 	case *dis.RepairResponsePDU:
 		p.Header.Timestamp = ts
 	}
+}
+
+// newCodec returns nil for raw (the native path stays as it was) or the
+// named codec for exercise 1 (NewHeader's exercise in the generator).
+func newCodec(name string) (syntax.Codec, error) {
+	if name == "" || name == "raw" {
+		return nil, nil
+	}
+	return syntax.New(name, syntax.Options{Exercise: 1})
+}
+
+// Syntax names the transfer syntax the generator encodes in.
+func (g *Generator) Syntax() string {
+	if g.codec == nil {
+		return "raw"
+	}
+	return g.codec.Name()
 }

@@ -137,6 +137,7 @@ type Receiver struct {
 	Port   int    // UDP port
 	Iface  string // interface to join on ("" = the kernel's choice)
 	Local  bool   // unicast only: bind and join nothing
+	Syntax string // transfer syntax of the PDUs ("" or "raw": native)
 	// ExtraWork is a test-only knob: hashing rounds over each accepted PDU,
 	// a known slowdown for checking that comparisons catch one.
 	ExtraWork int
@@ -208,6 +209,7 @@ func (r *Receiver) Run(ctx context.Context) {
 	var wg sync.WaitGroup
 	for _, pc := range r.conns {
 		p := NewProcessor(r.Plan, r.Joined)
+		_ = p.SetSyntax(r.Syntax) // checked by the caller (CheckSyntax); raw on error
 		p.extraWork = r.ExtraWork
 		if r.Local {
 			p.joined = r.Plan.Groups

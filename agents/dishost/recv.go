@@ -5,6 +5,7 @@ import (
 
 	"protolab/agents/dis"
 	"protolab/agents/internal/measure"
+	"protolab/agents/syntax"
 )
 
 // Drop reasons of the receiver.
@@ -20,6 +21,10 @@ const (
 // DropReasons lists every reason, for metrics.
 var DropReasons = []string{DropShort, DropHeader, DropDecode, DropPadding, DropUnwanted, DropUnstamped}
 
+// DropSyntaxPrefix + a syntax.Reason names a datagram a transfer syntax
+// (--syntax other than raw) could not decode, e.g. "syntax-malformed".
+const DropSyntaxPrefix = "syntax-"
+
 // Stats are one receiver's counters.
 type Stats struct {
 	Packets  uint64 // datagrams read
@@ -28,6 +33,8 @@ type Stats struct {
 	Dropped  map[string]uint64
 	ByType   map[dis.PDUType]uint64
 	Delay    measure.Hist
+	// Skinny counts the skinny syntax's matched and fallback decodes.
+	Skinny syntax.Stats
 }
 
 func newStats() Stats {
@@ -46,6 +53,8 @@ func (s *Stats) Merge(o *Stats) {
 		s.ByType[k] += v
 	}
 	s.Delay.Merge(&o.Delay)
+	s.Skinny.Matched += o.Skinny.Matched
+	s.Skinny.Fallback += o.Skinny.Fallback
 }
 
 // Processor decodes received datagrams. One per receiving goroutine; it is
@@ -54,6 +63,7 @@ type Processor struct {
 	plan     Plan
 	joined   int // groups 0..joined-1 are wanted
 	dec      dis.Decoder
+	codec    syntax.Codec // nil: raw (the native path below)
 	Stats    Stats
 	entities map[dis.EntityID]time.Time
 	Timeouts uint64
@@ -68,6 +78,14 @@ type Processor struct {
 // NewProcessor returns a processor accepting groups 0..joined-1 of plan.
 func NewProcessor(plan Plan, joined int) *Processor {
 	return &Processor{plan: plan, joined: joined, Stats: newStats(), entities: map[dis.EntityID]time.Time{}}
+}
+
+// SetSyntax makes p decode PDUs in the named transfer syntax ("" or "raw":
+// the native encoding).
+func (p *Processor) SetSyntax(name string) error {
+	c, err := newCodec(name)
+	p.codec = c
+	return err
 }
 
 // Process handles one datagram received at now and reports whether it was
@@ -85,21 +103,35 @@ func (p *Processor) Process(b []byte, now time.Time) bool {
 	}
 	a := dis.MessageAddress(uint16(b[0])<<8 | uint16(b[1]))
 	pdu := b[dis.MessageAddressSize:]
-	h, err := dis.PeekHeader(pdu)
-	if err != nil || int(h.Length) > len(pdu) || int(h.Length) < dis.HeaderSize {
-		p.Stats.Dropped[DropHeader]++
-		return false
-	}
-	for _, c := range pdu[h.Length:] {
-		if c != 0 {
-			p.Stats.Dropped[DropPadding]++
+	var h dis.Header
+	var msg dis.PDU
+	if p.codec != nil {
+		var err error
+		msg, err = p.codec.Decode(pdu)
+		p.Stats.Skinny = p.codec.Stats()
+		if err != nil {
+			p.Stats.Dropped[DropSyntaxPrefix+syntax.Reason(err)]++
 			return false
 		}
-	}
-	msg, err := p.dec.Decode(pdu[:h.Length])
-	if err != nil {
-		p.Stats.Dropped[DropDecode]++
-		return false
+		h = *syntax.HeaderOf(msg)
+	} else {
+		var err error
+		h, err = dis.PeekHeader(pdu)
+		if err != nil || int(h.Length) > len(pdu) || int(h.Length) < dis.HeaderSize {
+			p.Stats.Dropped[DropHeader]++
+			return false
+		}
+		for _, c := range pdu[h.Length:] {
+			if c != 0 {
+				p.Stats.Dropped[DropPadding]++
+				return false
+			}
+		}
+		pdu = pdu[:h.Length]
+		if msg, err = p.dec.Decode(pdu); err != nil {
+			p.Stats.Dropped[DropDecode]++
+			return false
+		}
 	}
 	if g := p.plan.PacketAddress(a); g >= p.joined {
 		p.Stats.Dropped[DropUnwanted]++
@@ -108,7 +140,7 @@ func (p *Processor) Process(b []byte, now time.Time) bool {
 	p.Stats.Messages++
 	p.Stats.ByType[h.PDUType]++
 	if p.extraWork > 0 {
-		p.sink += burn(pdu[:h.Length], p.extraWork)
+		p.sink += burn(pdu, p.extraWork)
 	}
 	if es, ok := msg.(*dis.EntityStatePDU); ok {
 		p.entities[es.EntityID] = now
@@ -153,4 +185,10 @@ func burn(b []byte, rounds int) uint64 {
 		}
 	}
 	return h
+}
+
+// CheckSyntax reports whether name is a transfer syntax this binary can use.
+func CheckSyntax(name string) error {
+	_, err := newCodec(name)
+	return err
 }

@@ -19,6 +19,7 @@ func SendReport(plan Plan, size int, gen *Generator, packets, bytes, errs uint64
 		"role": "send", "sent_packets": packets, "sent_bytes": bytes, "send_errors": errs, "elapsed_seconds": elapsed,
 		"packets_per_second": float64(packets) / elapsed, "sent_by_group": gen.SentGroup, "sent_by_type": byType,
 		"heartbeats": gen.Heartbeat, "groups": plan.Groups, "per_group": plan.PerGroup, "size_bytes": size,
+		"syntax": gen.Syntax(),
 	}
 }
 
@@ -47,6 +48,7 @@ type RecvRun struct {
 	Samples  []CPUSample // in time order, at least one
 	CgroupOK bool        // the cgroup CPU counter could be read
 	Work     *WorkRates  // nil without the work loop
+	Syntax   string      // transfer syntax ("" reads as raw)
 }
 
 // RecvReport is the summary of a receive: counts, rates over the time
@@ -58,7 +60,16 @@ func RecvReport(r RecvRun) map[string]any {
 		"role": "recv", "groups": r.Plan.Groups, "joined_groups": r.Joined, "sockets": r.Sockets,
 		"elapsed_seconds": r.Elapsed, "packets": sum.Packets, "messages": sum.Messages, "bytes": sum.Bytes,
 		"dropped": sum.Dropped, "entities": sum.Entities, "entity_timeouts": sum.Timeouts,
-		"delay_samples": sum.Delay.Count(),
+		"delay_samples": sum.Delay.Count(), "syntax": r.Syntax,
+	}
+	if r.Syntax == "" {
+		out["syntax"] = "raw"
+	}
+	if r.Syntax == "skinny" {
+		out["skinny_matched"], out["skinny_fallback"] = sum.Skinny.Matched, sum.Skinny.Fallback
+		if n := sum.Skinny.Matched + sum.Skinny.Fallback; n > 0 {
+			out["skinny_match_ratio"] = float64(sum.Skinny.Matched) / float64(n)
+		}
 	}
 	if active := sum.Last.Sub(sum.First).Seconds(); sum.Packets > 1 && active > 0 {
 		out["active_seconds"] = active

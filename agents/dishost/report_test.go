@@ -28,7 +28,7 @@ func TestSendReport(t *testing.T) {
 		t.Fatal(err)
 	}
 	want := `{"elapsed_seconds":2,"groups":3,"heartbeats":0,"packets_per_second":3,"per_group":32,"role":"send",` +
-		`"send_errors":1,"sent_by_group":[2,2,2],"sent_by_type":{"Entity State":6},"sent_bytes":876,"sent_packets":6,"size_bytes":0}` + "\n"
+		`"send_errors":1,"sent_by_group":[2,2,2],"sent_by_type":{"Entity State":6},"sent_bytes":876,"sent_packets":6,"size_bytes":0,"syntax":"raw"}` + "\n"
 	if out.String() != want {
 		t.Errorf("send report\n got %s\nwant %s", out.String(), want)
 	}

@@ -28,6 +28,7 @@ import (
 	"protolab/agents/dishost"
 	"protolab/agents/internal/measure"
 	"protolab/agents/metrics"
+	"protolab/agents/syntax"
 )
 
 // extraWorkEnv names the test-only slowdown knob (dishost.Receiver.ExtraWork).
@@ -82,6 +83,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	fs.StringVar(&c.iface, "iface", "", "interface for multicast (default: the routing table's)")
 	fs.StringVar(&c.listen, "listen", "", "address for /metrics (e.g. :9102); empty: none")
 	fs.DurationVar(&c.duration, "duration", 10*time.Second, "how long to send / receive")
+	syn := fs.String("syntax", "raw", "transfer syntax of the PDUs, both ends alike: "+strings.Join(syntax.Names(), " | ")+" (see below)")
 	// send
 	rate := fs.Float64("rate", 1000, "send: messages (= packets) per second")
 	arrival := fs.String("arrival", "constant", "send: constant | poisson")
@@ -104,6 +106,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		if errors.Is(err, flag.ErrHelp) {
 			fmt.Fprint(stderr, usage)
 			fs.PrintDefaults()
+			fmt.Fprint(stderr, "\ntransfer syntaxes (--syntax; agents/syntax, the ASN.1 module in agents/syntax/asn1/DIS.asn):\n"+syntax.Describe())
 			return 0
 		}
 		return 2
@@ -148,7 +151,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 			}
 		}
 		gen, err := dishost.NewGenerator(dishost.GenConfig{Plan: plan, Entities: *entities, Size: *size, Mix: m,
-			Site: uint16(*site), App: uint16(*app), Seed: *seed})
+			Site: uint16(*site), App: uint16(*app), Seed: *seed, Syntax: *syn})
 		if err != nil {
 			return bad("%v", err)
 		}
@@ -179,7 +182,11 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	if *share <= 0 || *share > 1 {
 		return bad("--share must be in (0, 1]")
 	}
-	r := &dishost.Receiver{Plan: plan, Joined: dishost.Joined(plan.Groups, *share), Port: c.port, Iface: c.iface, Local: *local}
+	if err := dishost.CheckSyntax(*syn); err != nil {
+		return bad("--syntax: %v", err)
+	}
+	r := &dishost.Receiver{Plan: plan, Joined: dishost.Joined(plan.Groups, *share), Port: c.port, Iface: c.iface, Local: *local,
+		Syntax: *syn}
 	if v := os.Getenv(extraWorkEnv); v != "" {
 		n, err := strconv.Atoi(v)
 		if err != nil || n < 0 {
@@ -253,7 +260,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	<-sdone
 	samples = append(samples, take())
 	el := time.Since(t0).Seconds()
-	rec := dishost.RecvRun{Plan: plan, Joined: r.Joined, Sockets: sockets, Elapsed: el, Summary: r.Snapshot(),
+	rec := dishost.RecvRun{Plan: plan, Joined: r.Joined, Sockets: sockets, Elapsed: el, Summary: r.Snapshot(), Syntax: *syn,
 		Samples: samples, CgroupOK: cgOK}
 	if wl != nil {
 		// The loop again with no traffic, as long as it was calibrated.

@@ -1,0 +1,42 @@
+// Package syntax holds the transfer syntaxes of the DIS host: how a
+// dis.PDU is put on the wire, one registered Codec per name (Loper et al.,
+// seed 000, issue 15).
+//
+//	raw     the native DIS encoding (agents/dis), "without transfer syntax"
+//	ber     ASN.1 BER    } asn1c 0.9.28 codecs compiled from asn1/DIS.asn,
+//	der     ASN.1 DER    } through cgo (package asn1c, which registers them;
+//	uper    unaligned PER} unavailable, saying why, without cgo)
+//	per     aligned PER: registered as unavailable (asn1c 0.9.28 has none)
+//	skinny  the paper's skinny envelope (skinny.go): BER whose invariant
+//	        16 octets per exercise and type are pre-encoded and matched
+//	        byte-wise; the general BER parse only on a mismatch
+//
+// New(name, Options) makes a codec; an unknown name fails listing the known
+// ones. Decode errors are *DecodeError with one of Reasons, which the DIS
+// host counts as drops ("syntax-<reason>"); malformed input never panics
+// (fuzzed: asn1c/fuzz_test.go).
+//
+// Walk visits a PDU's values in the ASN.1 module's component order through
+// an Archive; every codec but raw is an Archive (Stream feeds asn1c's
+// structs, berWriter/berMatcher are skinny) and Compose counts Table 2's
+// integers, reals and octet strings with it. The module and Walk are kept in
+// step by the tests: asn1c decodes what Walk writes and asn1tools (a second,
+// independent ASN.1 implementation, protolab/tests/unit/test_asn1_crosscheck.py)
+// decodes and re-encodes asn1c's bytes (testdata/crosscheck).
+//
+// Sizes in bytes of syntax.Samples() (two articulation parameters or supply
+// quantities where the type has records; make bench prints them as
+// bytes/pdu; aligned PER from asn1tools):
+//
+//	type               raw  ber/der  uper  skinny  per (asn1tools)
+//	Entity State       176    278     165    278     162
+//	Fire                96    165      92    165      89
+//	Detonation         136    223     123    224     120
+//	Collision           60     99      56    103      57
+//	Service Request     52    114      47    118      48
+//	Resupply Offer      52    111      46    115      47
+//	Resupply Received   52    111      46    115      47
+//	Resupply Cancel     24     49      23     53      24
+//	Repair Complete     28     53      25     57      26
+//	Repair Response     28     52      24     56      25
+package syntax
