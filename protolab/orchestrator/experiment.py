@@ -364,7 +364,7 @@ class ExperimentRun:
             self.rundir.write_json(f"raw/tasks/{point.id}-r{rep}-{out.name}-{t.name}.json",
                                    {"point": point.id, "repetition": rep, "phase": out.name, "task": t.name,
                                     "kind": t.kind, "figures": figures, "tool": r.raw(),
-                                    "skipped": r.skipped})  # fmt: skip
+                                    "sysctls": r.sysctls_set, "skipped": r.skipped})  # fmt: skip
             if r.skipped:
                 line = f"{point.id} ({point.label()}) task {t.name}: {r.skipped}"
                 if line not in self.skipped:

@@ -12,6 +12,7 @@ from typing import Any
 from .. import faults
 from ..errors import TaskHungError
 from ..workloads import WorkloadError, WorkloadRunner, runner_for
+from .sysctls import PhaseSysctls
 
 log = logging.getLogger(__name__)
 LATE_START_NOTICE_SECONDS = 0.5  # a task starting later than this after its phase is said in the log
@@ -40,8 +41,14 @@ def run_phase(phase: Any, lab: Any, warmup: float, margin: float, exporter: Any,
     out = PhaseOutcome(phase.name)
     runners = [runner_for(t, lab) for t in phase.tasks]
     out.tasks = list(zip(phase.tasks, runners, strict=True))
-    for r in runners:
-        r.prepare()
+    sysctls = PhaseSysctls(lab)
+    sysctls.apply(out.tasks)
+    try:
+        for r in runners:
+            r.prepare()
+    except BaseException:
+        sysctls.restore()
+        raise
     seconds = max(t.duration for t in phase.tasks)
     events = [e for f in phase.faults for e in f.events(seconds)]
     schedule = faults.Schedule(events, lab, on_event=exporter.on_event)
@@ -59,6 +66,7 @@ def run_phase(phase: Any, lab: Any, warmup: float, margin: float, exporter: Any,
         out.events = schedule.stop()
         out.restore_failures = schedule.restore() + lab.links.restore()  # the nodes (unpaused first), then links
         exporter.clear()
+    out.restore_failures += sysctls.restore()
     if hung:
         names = ", ".join(f"{t.name} ({t.kind} on {', '.join(t.nodes())})" for t in hung)
         out.error = TaskHungError(f"{where}: task {names} still running {margin:g}s after the phase's "

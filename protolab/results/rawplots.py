@@ -87,7 +87,7 @@ def raw_plot_png(spec: Plot, sweep: Sweep, raw: Sequence[Mapping[str, Any]]) -> 
     if not panels:
         raise ValueError(f"no point has {where_note(spec.where)}" if spec.where else "no points")
     fig = Figure(figsize=(min(16.0, 1.5 + 4.6 * len(panels)), 0.9 + 3.6 * len(spec.y)), dpi=110, layout="constrained")
-    axs = fig.subplots(len(spec.y), len(panels), squeeze=False)
+    axs = fig.subplots(len(spec.y), len(panels), squeeze=False, sharex=spec.kind == "ccdf", sharey="row")
     drawn = 0
     for row, name in enumerate(spec.y):
         scale, unit = _scale(name)
@@ -130,8 +130,9 @@ def raw_plot_png(spec: Plot, sweep: Sweep, raw: Sequence[Mapping[str, Any]]) -> 
                     ax.set_ylabel(f"{name.removesuffix('_seconds').replace('_', ' ')} ({unit})" if unit else name)
             ax.grid(True, which="major", color="#dddddd", lw=0.8)
             ax.spines[["top", "right"]].set_visible(False)
-            if ax.get_legend_handles_labels()[0]:
-                ax.legend(fontsize=7, frameon=False, title=spec.group, title_fontsize=8)
+            if ax.get_legend_handles_labels()[0] and col == len(panels) - 1:  # one legend, right of the last panel
+                ax.legend(fontsize=7, frameon=False, title=spec.group, title_fontsize=8, loc="upper left",
+                          bbox_to_anchor=(1.01, 1.0))  # fmt: skip
     if not drawn:
         raise ValueError(f"raw/series.csv has no samples of {', '.join(spec.y)} for these points")
     fig.suptitle(spec.title, fontsize=13, fontweight="bold")

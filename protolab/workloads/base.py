@@ -8,10 +8,11 @@ from __future__ import annotations
 
 import importlib
 import json
+import re
 from dataclasses import dataclass
 from typing import Any, Generic, Protocol, TypeVar
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from ..errors import ProtolabError
 from ..registry import Registry
@@ -27,6 +28,19 @@ class TaskModel(BaseModel):
 
     name: str = Field(..., pattern=r"^[a-z][a-z0-9_]*$", description="column prefix for its results")
     duration: Seconds
+    sysctls: dict[str, str] = Field(
+        default_factory=dict,
+        description="network sysctls in the namespaces of the task's hosts for its phase, put back after it, "
+        "e.g. {net.ipv4.tcp_sack: '0'} or {net.mptcp.stale_loss_cnt: '1'}",
+    )
+
+    @field_validator("sysctls", mode="before")
+    @classmethod
+    def _net_sysctls(cls, v: Any) -> Any:
+        for key, value in (v or {}).items():
+            if not re.fullmatch(r"net(\.[a-z0-9_]+)+", str(key)) or not re.fullmatch(r"[A-Za-z0-9_. -]+", str(value)):
+                raise ValueError(f"{key}={value!r}: only net.* keys (the hosts' own namespaces) and plain values")
+        return {str(k): str(x) for k, x in (v or {}).items()}
 
     def nodes(self) -> list[str]:
         """Hosts the task runs on (validated against the topology)."""
@@ -75,6 +89,7 @@ class WorkloadRunner(Generic[T]):
         # why the task measured nothing (e.g. a transport this kernel lacks): its columns are None, the run stays
         # valid and says so in one line (summary.json "skipped")
         self.skipped: str | None = None
+        self.sysctls_set: dict[str, dict[str, str]] = {}  # the task's sysctls per node, as read back (the phase's)
 
     def prepare(self) -> None:
         """Start servers and listeners; returns when they are ready."""

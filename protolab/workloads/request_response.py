@@ -10,8 +10,8 @@ Paths: the client sends to the server's first interface (path A on dual_homed). 
 second interfaces (the server signals its second address; the client's second address is a `subflow`
 endpoint, `backup` while path A works, or `fullmesh`); `redundant: true` sends every request on both paths
 over two connections of `transport`. `rto_min` sets the route option on both hosts' routes (TCP and MPTCP
-subflows retransmit sooner than the kernel's 200 ms); `sysctls` sets network sysctls in both hosts' namespaces
-(e.g. `net.mptcp.stale_loss_cnt`) for the phase; everything is put back after it.
+subflows retransmit sooner than the kernel's 200 ms); like every task, `sysctls` sets network sysctls in both hosts'
+namespaces (e.g. `net.mptcp.stale_loss_cnt`) for the phase; everything is put back after it.
 
 Columns: `<task>_rtt_{mean,p50,p99,p999,max}_seconds` (the max counts a timed-out round trip as `timeout`),
 `<task>_exchanges_total`, `<task>_late_total` and `<task>_late_ratio` (round trips longer than `late_bound`,
@@ -24,7 +24,6 @@ in flight completing late, or timing out and the next one answering; 0 when noth
 
 from __future__ import annotations
 
-import re
 from typing import Any, Literal
 
 from pydantic import Field, model_validator
@@ -50,11 +49,6 @@ class RequestResponseTask(TaskModel):
     timeout: Seconds = Field(5.0, description="one round trip's limit; past it the exchange counts as a timeout")
     rto_min: Seconds | None = Field(None, description="route option rto_min on both hosts, e.g. '10ms'")
     options: dict[str, str] = Field(default_factory=dict, description="transport knobs, e.g. {user_timeout: 2s}")
-    sysctls: dict[str, str] = Field(
-        default_factory=dict,
-        description="network sysctls of both hosts' namespaces for the phase, put back after it, e.g. "
-        "{net.mptcp.stale_loss_cnt: '1'}",
-    )
     block: int = Field(10000, ge=10, description="round trips per block whose maximum is kept (Fig. 8)")
     port: int = Field(7200, ge=1024, le=65000)
     family: Literal["ipv4", "ipv6"] = Field("ipv4", description="the server's IPv4 addresses or their IPv6 twins")
@@ -69,10 +63,6 @@ class RequestResponseTask(TaskModel):
             raise ValueError(f"mptcp: {self.mptcp} needs transport: mptcp")
         if self.redundant and self.mptcp:
             raise ValueError("redundant sends on two connections itself; give mptcp or redundant, not both")
-        for key, value in self.sysctls.items():
-            if not re.fullmatch(r"net(\.[a-z0-9_]+)+", key) or not re.fullmatch(r"[A-Za-z0-9_. -]+", str(value)):
-                raise ValueError(f"sysctls: {key}={value!r}: only net.* keys (the hosts' own namespaces) and plain "
-                                 "values")  # fmt: skip
         if self.transport == "udp" and self.size > 65503:
             raise ValueError("udp carries at most 65503 bytes a message")
         return self

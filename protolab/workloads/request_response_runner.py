@@ -99,7 +99,6 @@ class RequestResponseRunner(WorkloadRunner[RequestResponseTask]):
         self.setup: dict[str, Any] = {}
         self.monitor: dict[str, str] = {}
         self._undo: list[tuple[str, list[str]]] = []
-        self._netns_undo: list[tuple[str, str]] = []
         self._monitor_thread: threading.Thread | None = None
 
     def _sh(self, node: str, script: str, undo: str | None = None) -> str:
@@ -109,15 +108,6 @@ class RequestResponseRunner(WorkloadRunner[RequestResponseTask]):
         if undo:
             self._undo.append((node, ["sh", "-c", undo]))
         return out
-
-    def _netns_sh(self, node: str, script: str) -> str:
-        """A command in the node's network namespace from the host (Mininet's shell: nsenter -n), where
-        /proc/sys/net is writable (a container's own /proc/sys is read-only)."""
-        out = self.lab.net.get(node).cmd(f'{{ {script} ; }} 2>&1; echo "rc=$?"')
-        body, _, rc = out.rstrip().rpartition("rc=")
-        if rc.strip() != "0":
-            raise WorkloadError(f"request_response task {self.task.name} on {node}: `{script}`: {body.strip()[-300:]}")
-        return body
 
     def _intf(self, node: str, index: int) -> str:
         return self.lab.net.get(node).intfList()[index].name
@@ -148,14 +138,6 @@ class RequestResponseRunner(WorkloadRunner[RequestResponseTask]):
                     "limits": self._sh(node, "ip mptcp limits show").strip(),
                     "sysctls": self._sh(node, "sysctl " + " ".join(MPTCP_SYSCTLS) + " 2>/dev/null || true").strip(),
                 }  # fmt: skip
-        for node in (t.client, t.server):
-            for key, value in t.sysctls.items():
-                was = self._netns_sh(node, f"sysctl -n {key}").strip()
-                self._netns_sh(node, f"sysctl -qw {key}='{value}'")
-                self._netns_undo.append((node, f"sysctl -qw {key}='{was}'"))
-            if t.sysctls:
-                self.setup.setdefault(node, {})["sysctls_set"] = self._netns_sh(
-                    node, "sysctl " + " ".join(t.sysctls)).strip()  # fmt: skip
         if t.rto_min is not None:
             for node in (t.client, t.server):
                 routes = [r for r in self._sh(node, "ip -o route show").splitlines() if r and "rto_min" not in r
@@ -223,9 +205,7 @@ class RequestResponseRunner(WorkloadRunner[RequestResponseTask]):
         """The hosts' MPTCP endpoints and routes as they were before the task."""
         for node, cmd in reversed(self._undo):
             self.lab.exec(node, cmd)
-        for node, script in reversed(self._netns_undo):
-            self.lab.net.get(node).cmd(script)
-        self._undo, self._netns_undo = [], []
+        self._undo = []
 
     def fault_edges(self, events: list[Any]) -> dict[str, float | None]:
         """Failover after every link that went down: cut (`down`) or black-holed (`set` to 100 % loss)."""

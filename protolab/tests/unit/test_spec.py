@@ -67,7 +67,7 @@ def test_bad_rate_names_field_reason_and_point(tmp_path):
 
 def test_unknown_topology_lists_known_ones(tmp_path):
     msg = _broken(tmp_path, lambda d: d["sweep"].update(topology=["ring"]))
-    assert "unknown topology 'ring'" in msg and "dual_homed, hub, switched" in msg
+    assert "unknown topology 'ring'" in msg and "dual_homed, hub, satellite, switched" in msg
 
 
 def test_unknown_field_is_refused(tmp_path):

@@ -1,0 +1,52 @@
+"""A task's `sysctls`: network sysctls set in the namespaces of its hosts for one phase and put back after it.
+
+They are written from the host into the node's network namespace (Mininet's shell for the node: nsenter -n),
+because a container's own /proc/sys is read-only; net.* sysctls are per namespace, so nothing outside the lab
+changes."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ..workloads import WorkloadError
+
+
+class PhaseSysctls:
+    def __init__(self, lab: Any) -> None:
+        self.lab = lab
+        self._undo: list[tuple[str, str, str]] = []  # (node, key, value before)
+
+    def _sh(self, node: str, script: str) -> str:
+        out = self.lab.net.get(node).cmd(f'{{ {script} ; }} 2>&1; echo "rc=$?"')
+        body, _, rc = out.rstrip().rpartition("rc=")
+        if rc.strip() != "0":
+            raise WorkloadError(f"sysctl on {node}: `{script}`: {body.strip()[-300:]}")
+        return body.strip()
+
+    def apply(self, tasks: list[tuple[Any, Any]]) -> None:
+        """Every (task, runner) with sysctls: set them on the task's hosts and keep what was read back in the
+        runner's `sysctls_set`. On a failure what was set is put back and WorkloadError says which one."""
+        try:
+            for task, runner in tasks:
+                for node in dict.fromkeys(task.nodes()) if task.sysctls else []:
+                    for key, value in task.sysctls.items():
+                        was = self._sh(node, f"sysctl -n {key}")
+                        self._sh(node, f"sysctl -qw {key}='{value}'")
+                        self._undo.append((node, key, was))
+                    runner.sysctls_set[node] = {k: self._sh(node, f"sysctl -n {k}") for k in task.sysctls}
+        except WorkloadError as exc:
+            failures = self.restore()
+            raise WorkloadError(
+                f"{exc}" + (f" (and putting back: {'; '.join(failures)})" if failures else "")
+            ) from None
+
+    def restore(self) -> list[str]:
+        """Put every sysctl back, last set first; the failures (the run goes on and reports them)."""
+        failures = []
+        for node, key, was in reversed(self._undo):
+            try:
+                self._sh(node, f"sysctl -qw {key}='{was}'")
+            except (WorkloadError, KeyError) as exc:
+                failures.append(str(exc))
+        self._undo = []
+        return failures

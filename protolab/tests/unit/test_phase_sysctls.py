@@ -1,0 +1,69 @@
+"""A task's sysctls: set in its hosts' namespaces for the phase, read back, put back after, validated."""
+
+import re
+
+import pytest
+from pydantic import ValidationError
+
+from protolab.orchestrator.sysctls import PhaseSysctls
+from protolab.workloads import WorkloadError
+from protolab.workloads.request_response import RequestResponseTask
+
+
+class FakeNode:
+    """A node's shell (Mininet's cmd) over a dict of sysctls; keys it lacks fail as sysctl does."""
+
+    def __init__(self, values: dict[str, str]) -> None:
+        self.values = values
+
+    def cmd(self, script: str) -> str:
+        m = re.search(r"sysctl -n (\S+) ;", script) or re.search(r"sysctl -qw (\S+)='([^']*)' ;", script)
+        key = m.group(1)
+        if key not in self.values:
+            return f"sysctl: cannot stat /proc/sys/{key.replace('.', '/')}: No such file or directory\nrc=255"
+        if m.lastindex == 2:
+            self.values[key] = m.group(2)
+            return "rc=0"
+        return f"{self.values[key]}\nrc=0"
+
+
+class FakeLab:
+    def __init__(self) -> None:
+        self.nodes = {n: FakeNode({"net.ipv4.tcp_sack": "1", "net.mptcp.stale_loss_cnt": "4"}) for n in ("h1", "h2")}
+        self.net = self
+
+    def get(self, node: str) -> FakeNode:
+        return self.nodes[node]
+
+
+class Runner:
+    def __init__(self) -> None:
+        self.sysctls_set: dict = {}
+
+
+def task(**sysctls: str) -> RequestResponseTask:
+    return RequestResponseTask(kind="request_response", name="rr", client="h1", server="h2", duration="5s",
+                               sysctls={k.replace("__", "."): v for k, v in sysctls.items()})  # fmt: skip
+
+
+def test_sysctls_are_set_on_the_tasks_hosts_read_back_and_put_back():
+    lab, r = FakeLab(), Runner()
+    ps = PhaseSysctls(lab)
+    ps.apply([(task(net__ipv4__tcp_sack="0", net__mptcp__stale_loss_cnt="1"), r)])
+    assert r.sysctls_set == {h: {"net.ipv4.tcp_sack": "0", "net.mptcp.stale_loss_cnt": "1"} for h in ("h1", "h2")}
+    assert lab.nodes["h2"].values["net.ipv4.tcp_sack"] == "0"
+    assert ps.restore() == []
+    assert all(n.values == {"net.ipv4.tcp_sack": "1", "net.mptcp.stale_loss_cnt": "4"} for n in lab.nodes.values())
+
+
+def test_a_sysctl_the_kernel_lacks_stops_the_phase_and_puts_back_what_was_set():
+    lab = FakeLab()
+    with pytest.raises(WorkloadError, match="net.ipv4.tcp_nope.*No such file"):
+        PhaseSysctls(lab).apply([(task(net__ipv4__tcp_sack="0", net__ipv4__tcp_nope="1"), Runner())])
+    assert lab.nodes["h1"].values["net.ipv4.tcp_sack"] == "1"
+
+
+@pytest.mark.parametrize("bad", [{"kernel.panic": "1"}, {"net.ipv4.tcp_sack": "0; reboot"}, {"net": "1"}])
+def test_only_plain_net_sysctls_are_taken(bad):
+    with pytest.raises(ValidationError, match="only net"):
+        RequestResponseTask(kind="request_response", name="rr", client="h1", server="h2", duration="5s", sysctls=bad)
