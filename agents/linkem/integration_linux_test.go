@@ -425,8 +425,10 @@ func TestIntegrationBusyPollDelay(t *testing.T) {
 	if m := median(rtts); m < 20*time.Millisecond {
 		t.Errorf("median RTT %v with a 20ms delay", m)
 	}
-	if added < 19*time.Millisecond || added > 21*time.Millisecond {
-		t.Errorf("added median RTT %v, want 20ms +- 1ms", added)
+	// The upper bound leaves room for a loaded 2-core machine: a rehearsal
+	// with another process compiling measured 21.02 ms added.
+	if added < 19*time.Millisecond || added > 21500*time.Microsecond {
+		t.Errorf("added median RTT %v, want 20ms -1ms/+1.5ms", added)
 	}
 	if polled < uint64(len(base)+len(rtts))*9/10 {
 		t.Errorf("only %d packets read while busy polling; the loop did not keep polling", polled)

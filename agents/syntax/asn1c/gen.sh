@@ -12,7 +12,10 @@ got=$(asn1c -v 2>&1 | head -1)
 [ "$got" = "$want" ] || { echo "gen.sh: need $want, have: $got" >&2; exit 1; }
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
-(cd "$tmp" && asn1c -fcompound-names -gen-PER "$here/../asn1/DIS.asn" >/dev/null 2>&1)
-rm -f "$tmp/converter-sample.c" "$tmp/Makefile.am.sample"
+# from a copy in the temporary directory: the generated files name their source ("found in"), which must
+# not be this checkout's absolute path
+cp "$here/../asn1/DIS.asn" "$tmp/"
+(cd "$tmp" && asn1c -fcompound-names -gen-PER DIS.asn >/dev/null 2>&1)
+rm -f "$tmp/converter-sample.c" "$tmp/Makefile.am.sample" "$tmp/DIS.asn"
 find "$out" -maxdepth 1 \( -name '*.c' -o -name '*.h' \) ! -name 'bridge.*' -delete
 cp "$tmp"/*.c "$tmp"/*.h "$out"/
