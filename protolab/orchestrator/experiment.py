@@ -360,7 +360,7 @@ class ExperimentRun:
         if out.error is not None:
             raise out.error
         for t, r in out.tasks:
-            figures = r.result()
+            figures = dict.fromkeys(t.columns()) if r.skipped else r.result()
             self.rundir.write_json(f"raw/tasks/{point.id}-r{rep}-{out.name}-{t.name}.json",
                                    {"point": point.id, "repetition": rep, "phase": out.name, "task": t.name,
                                     "kind": t.kind, "figures": figures, "tool": r.raw(),
@@ -371,6 +371,8 @@ class ExperimentRun:
                     self.skipped.append(line)
                     print(f"  skipped: {line}", flush=True)
             row.update(figures)
+            if r.skipped:
+                continue
             row.update(r.fault_edges(out.events))  # probes that can see outages compare them with the events
             for series, ts, value, *labels in r.series():
                 self.raw.write(point.id, rep, out.name, series, labels[0] if labels else {}, ts, value)

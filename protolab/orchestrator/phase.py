@@ -43,8 +43,9 @@ def run_phase(phase: Any, lab: Any, warmup: float, margin: float, exporter: Any,
     out.tasks = list(zip(phase.tasks, runners, strict=True))
     sysctls = PhaseSysctls(lab)
     sysctls.apply(out.tasks)
+    started = [r for r in runners if not r.skipped]  # the others need a sysctl this kernel lacks: never started
     try:
-        for r in runners:
+        for r in started:
             r.prepare()
     except BaseException:
         sysctls.restore()
@@ -55,13 +56,13 @@ def run_phase(phase: Any, lab: Any, warmup: float, margin: float, exporter: Any,
     schedule.start(time.monotonic())
     t0 = time.time()
     errors: list[str] = []
-    threads = [threading.Thread(target=_run_task, args=(r, errors), daemon=True) for r in runners]
+    threads = [threading.Thread(target=_run_task, args=(r, errors), daemon=True) for r in started]
     for th in threads:
         th.start()
     deadline = time.monotonic() + seconds + margin
     for th in threads:
         th.join(max(0.0, deadline - time.monotonic()))
-    hung = [t for t, th in zip(phase.tasks, threads, strict=True) if th.is_alive()]
+    hung = [t for (t, r) in out.tasks for rr, th in zip(started, threads, strict=True) if rr is r and th.is_alive()]
     if events:
         out.events = schedule.stop()
         out.restore_failures = schedule.restore() + lab.links.restore()  # the nodes (unpaused first), then links

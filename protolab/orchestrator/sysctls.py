@@ -25,10 +25,17 @@ class PhaseSysctls:
 
     def apply(self, tasks: list[tuple[Any, Any]]) -> None:
         """Every (task, runner) with sysctls: set them on the task's hosts and keep what was read back in the
-        runner's `sysctls_set`. On a failure what was set is put back and WorkloadError says which one."""
+        runner's `sysctls_set`. A key the kernel does not have (e.g. net.sctp.* without the sctp module) skips
+        that task, saying so in `runner.skipped`, as a transport the kernel lacks does. On any other failure
+        what was set is put back and WorkloadError says which one."""
         try:
             for task, runner in tasks:
-                for node in dict.fromkeys(task.nodes()) if task.sysctls else []:
+                if not task.sysctls:
+                    continue
+                if missing := self._missing(task):
+                    runner.skipped = missing
+                    continue
+                for node in dict.fromkeys(task.nodes()):
                     for key, value in task.sysctls.items():
                         was = self._sh(node, f"sysctl -n {key}")
                         self._sh(node, f"sysctl -qw {key}='{value}'")
@@ -39,6 +46,15 @@ class PhaseSysctls:
             raise WorkloadError(
                 f"{exc}" + (f" (and putting back: {'; '.join(failures)})" if failures else "")
             ) from None
+
+    def _missing(self, task: Any) -> str | None:
+        """Why the task cannot run here when one of its sysctls does not exist on one of its hosts."""
+        for node in dict.fromkeys(task.nodes()):
+            for key in task.sysctls:
+                path = "/proc/sys/" + key.replace(".", "/")
+                if "rc=0" not in self.lab.net.get(node).cmd(f'test -e {path}; echo "rc=$?"'):
+                    return f"sysctl {key} does not exist on {node} (this kernel lacks that part: no {path})"
+        return None
 
     def restore(self) -> list[str]:
         """Put every sysctl back, last set first; the failures (the run goes on and reports them)."""

@@ -44,8 +44,10 @@ class Responder:
 
         self._thread = threading.Thread(target=serve, daemon=True, name=f"spims-serve-{self.host}-{self.port}")
         self._thread.start()
-        wait = (f"for i in $(seq 100); do ss -Hlntu 'sport = :{self.port}' | grep -q . && exit 0; sleep 0.05; done; "
-                "exit 1")  # fmt: skip
+        # ss lists SCTP sockets only with the sctp_diag module; the sctp module's own table always has them
+        listening = (f"awk -v p={self.port} '$6 == p {{f = 1}} END {{exit !f}}' /proc/net/sctp/eps 2>/dev/null"
+                     if self.transport == "sctp" else f"ss -Hlntu 'sport = :{self.port}' | grep -q .")  # fmt: skip
+        wait = f"for i in $(seq 100); do {listening} && exit 0; sleep 0.05; done; exit 1"
         if self.lab.exec(self.host, ["sh", "-c", wait])[0] != 0:
             self._thread.join(timeout=2)
             if self.error and "not available" in self.error:

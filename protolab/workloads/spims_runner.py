@@ -138,10 +138,8 @@ class SpimsRunner(WorkloadRunner[SpimsTask]):
         return th
 
     def run(self) -> None:
-        if self.skipped:
-            return
         try:
-            for g in sorted({j.group for j in self.jobs}):
+            for g in sorted({j.group for j in self.jobs}) if not self.skipped else []:
                 self._statement(g)
         finally:
             for r in self.responders:

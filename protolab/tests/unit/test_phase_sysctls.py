@@ -17,11 +17,15 @@ class FakeNode:
         self.values = values
 
     def cmd(self, script: str) -> str:
+        if t := re.match(r"test -e /proc/sys/(\S+);", script):
+            return "rc=0" if t.group(1).replace("/", ".") in self.values else "rc=1"
         m = re.search(r"sysctl -n (\S+) ;", script) or re.search(r"sysctl -qw (\S+)='([^']*)' ;", script)
         key = m.group(1)
         if key not in self.values:
             return f"sysctl: cannot stat /proc/sys/{key.replace('.', '/')}: No such file or directory\nrc=255"
         if m.lastindex == 2:
+            if m.group(2) == "-1":
+                return f'sysctl: setting key "{key}": Invalid argument\nrc=255'
             self.values[key] = m.group(2)
             return "rc=0"
         return f"{self.values[key]}\nrc=0"
@@ -39,6 +43,7 @@ class FakeLab:
 class Runner:
     def __init__(self) -> None:
         self.sysctls_set: dict = {}
+        self.skipped: str | None = None
 
 
 def task(**sysctls: str) -> RequestResponseTask:
@@ -56,10 +61,10 @@ def test_sysctls_are_set_on_the_tasks_hosts_read_back_and_put_back():
     assert all(n.values == {"net.ipv4.tcp_sack": "1", "net.mptcp.stale_loss_cnt": "4"} for n in lab.nodes.values())
 
 
-def test_a_sysctl_the_kernel_lacks_stops_the_phase_and_puts_back_what_was_set():
+def test_a_value_the_kernel_refuses_stops_the_phase_and_puts_back_what_was_set():
     lab = FakeLab()
-    with pytest.raises(WorkloadError, match="net.ipv4.tcp_nope.*No such file"):
-        PhaseSysctls(lab).apply([(task(net__ipv4__tcp_sack="0", net__ipv4__tcp_nope="1"), Runner())])
+    with pytest.raises(WorkloadError, match="net.mptcp.stale_loss_cnt.*Invalid argument"):
+        PhaseSysctls(lab).apply([(task(net__ipv4__tcp_sack="0", net__mptcp__stale_loss_cnt="-1"), Runner())])
     assert lab.nodes["h1"].values["net.ipv4.tcp_sack"] == "1"
 
 
@@ -67,3 +72,10 @@ def test_a_sysctl_the_kernel_lacks_stops_the_phase_and_puts_back_what_was_set():
 def test_only_plain_net_sysctls_are_taken(bad):
     with pytest.raises(ValidationError, match="only net"):
         RequestResponseTask(kind="request_response", name="rr", client="h1", server="h2", duration="5s", sysctls=bad)
+
+
+def test_a_sysctl_of_a_part_the_kernel_lacks_skips_the_task_saying_why():
+    lab, r, other = FakeLab(), Runner(), Runner()
+    PhaseSysctls(lab).apply([(task(net__sctp__rto_min="10"), r), (task(net__ipv4__tcp_sack="0"), other)])
+    assert r.skipped and "net.sctp.rto_min does not exist on h1" in r.skipped and r.sysctls_set == {}
+    assert other.skipped is None and other.sysctls_set["h1"] == {"net.ipv4.tcp_sack": "0"}
