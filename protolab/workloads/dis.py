@@ -7,8 +7,9 @@ messages go over the loopback (unicast 127.0.0.1) instead.
 
 Columns (per task): `<task>_messages_per_second` and `<task>_packets_per_second` received (per second of the
 sender's run), `<task>_sent_packets_per_second`, `<task>_loss_ratio` with
-`<task>_sent_total` (messages sent to the joined groups) and `<task>_lost_total`, `<task>_delay_p50_seconds`
-and `<task>_delay_p99_seconds` (one-way, from the DIS timestamp), `<task>_dropped_total` (datagrams the
+`<task>_sent_total` (messages sent to the joined groups) and `<task>_lost_total`, `<task>_delay_p50_seconds`,
+`<task>_delay_p99_seconds` and `<task>_delay_mean_seconds` (one-way, from the DIS timestamp, so a transfer
+syntax's encoding and decoding are inside it), `<task>_dropped_total` (datagrams the
 receiver could not use), and the receiver's CPU two ways: `<task>_cpu_cgroup_ratio` (its container's cgroup
 CPU without the work loop's thread, in cores) and `<task>_cpu_busyloop_ratio` (the thesis's method: share of
 a calibrated work loop's throughput lost while receiving; needs `busy_loop: true`), each with its floor:
@@ -42,6 +43,7 @@ COLUMNS = (
     "lost_total",
     "delay_p50_seconds",
     "delay_p99_seconds",
+    "delay_mean_seconds",
     "dropped_total",
     "cpu_cgroup_ratio",
     "cpu_busyloop_ratio",
@@ -75,8 +77,16 @@ class DisTask(TaskModel):
         "like the thesis's one-CPU hosts",
     )
 
+    syntax: Literal["raw", "ber", "der", "uper", "skinny"] = Field(
+        "raw",
+        description="transfer syntax of the PDUs at both ends (agents/syntax): raw (DIS's own bytes), ASN.1 BER, "
+        "DER or unaligned PER (asn1c), or skinny (pre-encoded invariant octets, BER fallback)",
+    )
+
     @model_validator(mode="after")
     def _fits(self) -> DisTask:
+        if self.syntax != "raw" and self.size is not None:
+            raise ValueError(f"size: a {self.syntax} PDU goes out at its encoded size; give no size with a syntax")
         if self.size is not None and not 62 <= self.size <= 8192:
             raise ValueError(f"size {self.size} B: a message is 62..8192 bytes (address + the smallest PDU .. 8192)")
         if self.groups * self.messages_per_group > 65536:

@@ -67,7 +67,8 @@ class DisRunner(WorkloadRunner[DisTask]):
 
     def _common(self) -> list[str]:
         t = self.task
-        return ["--groups", str(t.groups), "--per-group", str(t.messages_per_group), "--port", str(t.port)]
+        syntax = ["--syntax", t.syntax] if t.syntax != "raw" else []
+        return ["--groups", str(t.groups), "--per-group", str(t.messages_per_group), "--port", str(t.port), *syntax]
 
     def prepare(self) -> None:
         t = self.task
@@ -155,6 +156,7 @@ def columns(t: DisTask, sent: dict[str, Any], recv: dict[str, Any], loopback: bo
         "lost_total": lost,
         "delay_p50_seconds": recv.get("delay_p50_seconds"),
         "delay_p99_seconds": recv.get("delay_p99_seconds"),
+        "delay_mean_seconds": recv.get("delay_mean_seconds"),
         "dropped_total": sum((recv.get("dropped") or {}).values()),
         "cpu_cgroup_ratio": recv.get("cpu_cgroup_ratio"),
         "cpu_busyloop_ratio": recv.get("cpu_busyloop_ratio"),

@@ -22,7 +22,16 @@ def test_defaults_and_address_plan():
 
 
 @pytest.mark.parametrize(
-    "bad", [{"size": "40B"}, {"size": "9000B"}, {"groups": 3000, "per_group": 32}, {"share": 0}, {"share": 1.5}]
+    "bad",
+    [
+        {"size": "40B"},
+        {"size": "9000B"},
+        {"groups": 3000, "per_group": 32},
+        {"share": 0},
+        {"share": 1.5},
+        {"syntax": "xer"},
+        {"syntax": "ber", "size": "200B"},
+    ],  # fmt: skip
 )
 def test_bad_tasks_are_refused(bad):
     with pytest.raises(ValidationError):
@@ -34,7 +43,9 @@ def test_columns_count_loss_against_the_joined_groups_only():
     sent = {"sent_by_group": [100, 100, 100, 100], "elapsed_seconds": 2.0, "packets_per_second": 200.0}
     recv = {"joined_groups": 2, "messages": 190, "packets": 195, "dropped": {"unwanted": 5}}
     recv |= {"delay_p50_seconds": 1e-4, "delay_p99_seconds": 1e-3, "cpu_cgroup_ratio": 0.02, "cpu_busyloop_ratio": 0}
+    recv |= {"delay_mean_seconds": 2e-4}
     c = columns(t, sent, recv, loopback=False)
+    assert c["rx_delay_mean_seconds"] == 2e-4
     assert c["rx_sent_total"] == 200 and c["rx_lost_total"] == 10 and c["rx_loss_ratio"] == pytest.approx(0.05)
     assert c["rx_messages_per_second"] == pytest.approx(95) and c["rx_dropped_total"] == 5
     assert set(c) == set(t.columns())
@@ -81,3 +92,14 @@ def test_runner_targets_every_dis_host_of_a_lab_from_the_deploy_on():
         "h2": [naming.DIS_PORT],
         "h3": [naming.DIS_PORT, naming.DIS_PORT + 1],
     }
+
+
+def test_a_transfer_syntax_goes_to_both_agents():
+    from protolab.workloads.dis_runner import DisRunner
+
+    class Lab:
+        nodes: dict = {}
+
+    assert "--syntax" not in DisRunner(task(), Lab())._common()
+    common = DisRunner(task(syntax="skinny"), Lab())._common()
+    assert common[common.index("--syntax") + 1] == "skinny"
