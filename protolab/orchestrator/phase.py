@@ -43,7 +43,8 @@ def run_phase(phase: Any, lab: Any, warmup: float, margin: float, exporter: Any,
     out.tasks = list(zip(phase.tasks, runners, strict=True))
     sysctls = PhaseSysctls(lab)
     sysctls.apply(out.tasks)
-    started = [r for r in runners if not r.skipped]  # the others need a sysctl this kernel lacks: never started
+    live = [(t, r) for t, r in out.tasks if not r.skipped]  # the others need a sysctl this kernel lacks
+    started = [r for _, r in live]
     try:
         for r in started:
             r.prepare()
@@ -62,7 +63,7 @@ def run_phase(phase: Any, lab: Any, warmup: float, margin: float, exporter: Any,
     deadline = time.monotonic() + seconds + margin
     for th in threads:
         th.join(max(0.0, deadline - time.monotonic()))
-    hung = [t for (t, r) in out.tasks for rr, th in zip(started, threads, strict=True) if rr is r and th.is_alive()]
+    hung = [t for (t, _), th in zip(live, threads, strict=True) if th.is_alive()]
     if events:
         out.events = schedule.stop()
         out.restore_failures = schedule.restore() + lab.links.restore()  # the nodes (unpaused first), then links
