@@ -4,6 +4,7 @@ import (
 	"context"
 	"math"
 	"net/netip"
+	"protolab/agents/syntax"
 	"strings"
 	"testing"
 	"time"
@@ -347,5 +348,49 @@ func TestExtraWorkIsWorkOnly(t *testing.T) {
 	}
 	if plain.sink != 0 || slowed.sink == 0 {
 		t.Errorf("sink %d (plain) %d (slowed): the extra work did not run", plain.sink, slowed.sink)
+	}
+}
+
+// Articulation parameters ride on every Entity State PDU in any syntax; the
+// receiver counts each message's leaves (4 integers and an octet string per
+// parameter) and ends the delay at delivery when it has a clock.
+func TestArticulationsAndLeaves(t *testing.T) {
+	leaves := map[int]syntax.Composition{}
+	for _, k := range []int{0, 5} {
+		g, err := NewGenerator(GenConfig{Plan: plan(1), Entities: 1, Mix: Mix{dis.TypeEntityState: 1}, Syntax: "ber", Articulations: k})
+		if err != nil {
+			t.Fatal(err)
+		}
+		p := NewProcessor(plan(1), 1)
+		if err := p.SetSyntax("ber"); err != nil {
+			t.Fatal(err)
+		}
+		t0 := time.Date(2026, 1, 1, 10, 0, 0, 0, time.UTC)
+		p.clock = func() time.Time { return t0.Add(5 * time.Millisecond) }
+		buf := make([]byte, MaxSize)
+		for i := 0; i < 3; i++ {
+			n, _, err := g.Next(buf, t0)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !p.Process(buf[:n], t0.Add(time.Millisecond)) {
+				t.Fatalf("k=%d: dropped: %v", k, p.Stats.Dropped)
+			}
+		}
+		if d := p.Stats.Delay.Mean(); math.Abs(d-0.005) > 1e-4 {
+			t.Errorf("k=%d: delay %v, want the delivery clock's 5 ms", k, d)
+		}
+		l := p.Stats.Leaves
+		if l.Integers%3 != 0 || l.Reals%3 != 0 || l.OctetStrings%3 != 0 {
+			t.Fatalf("k=%d: leaves %+v not three equal messages", k, l)
+		}
+		leaves[k] = syntax.Composition{Integers: l.Integers / 3, Reals: l.Reals / 3, OctetStrings: l.OctetStrings / 3}
+	}
+	if d := (syntax.Composition{Integers: leaves[5].Integers - leaves[0].Integers, Reals: leaves[5].Reals - leaves[0].Reals,
+		OctetStrings: leaves[5].OctetStrings - leaves[0].OctetStrings}); d != (syntax.Composition{Integers: 20, OctetStrings: 5}) {
+		t.Errorf("5 articulation parameters added %+v, want 20 integers and 5 octet strings", d)
+	}
+	if _, err := NewGenerator(GenConfig{Plan: plan(1), Entities: 1, Articulations: 256}); err == nil {
+		t.Error("256 articulation parameters accepted")
 	}
 }

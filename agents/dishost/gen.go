@@ -49,6 +49,10 @@ type GenConfig struct {
 	// Syntax is the transfer syntax PDUs are sent in (agents/syntax; ""
 	// or "raw": the native encoding). Size must be 0 with any other.
 	Syntax string
+	// Articulations is the number of articulation parameters every Entity
+	// State PDU carries (0..dis.MaxRecords; each adds four integers and an
+	// 8-octet value). With Size, the larger of the two counts holds.
+	Articulations int
 }
 
 // NewGenerator validates c and returns a generator.
@@ -65,6 +69,9 @@ func NewGenerator(c GenConfig) (*Generator, error) {
 	if c.Size != 0 && (c.Size < MinSize || c.Size > MaxSize) {
 		return nil, fmt.Errorf("size %d B: must be %d..%d bytes (message address + the smallest PDU .. the DIS maximum)",
 			c.Size, MinSize, MaxSize)
+	}
+	if c.Articulations < 0 || c.Articulations > dis.MaxRecords {
+		return nil, fmt.Errorf("articulations must be 0..%d, not %d", dis.MaxRecords, c.Articulations)
 	}
 	if len(c.Mix) == 0 {
 		c.Mix = DefaultMix()
@@ -93,11 +100,11 @@ func NewGenerator(c GenConfig) (*Generator, error) {
 	g.es.ForceID = 1
 	g.es.Marking = dis.NewMarking("PROTOLAB")
 	g.es.DeadReckoning.Algorithm = 2
+	k := c.Articulations
 	if c.Size >= dis.MessageAddressSize+dis.EntityStateSize {
-		k := (c.Size - dis.MessageAddressSize - dis.EntityStateSize) / dis.ArticulationParameterSize
-		if k > dis.MaxRecords {
-			k = dis.MaxRecords
-		}
+		k = max(k, min(dis.MaxRecords, (c.Size-dis.MessageAddressSize-dis.EntityStateSize)/dis.ArticulationParameterSize))
+	}
+	if k > 0 {
 		g.es.ArticulationParameters = make([]dis.ArticulationParameter, k)
 		for i := range g.es.ArticulationParameters {
 			g.es.ArticulationParameters[i] = dis.ArticulationParameter{TypeDesignator: 0, PartAttachedTo: uint16(i), ParameterType: 4096}

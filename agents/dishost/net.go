@@ -211,6 +211,7 @@ func (r *Receiver) Run(ctx context.Context) {
 		p := NewProcessor(r.Plan, r.Joined)
 		_ = p.SetSyntax(r.Syntax) // checked by the caller (CheckSyntax); raw on error
 		p.extraWork = r.ExtraWork
+		p.clock = time.Now
 		if r.Local {
 			p.joined = r.Plan.Groups
 		}

@@ -32,7 +32,10 @@ type Stats struct {
 	Bytes    uint64 // UDP payload bytes read
 	Dropped  map[string]uint64
 	ByType   map[dis.PDUType]uint64
-	Delay    measure.Hist
+	Delay    measure.Hist // one-way delay from the PDU's timestamp to its delivery (decoded)
+	// Leaves sums the composition of the messages accepted: integers,
+	// reals and octet strings of the DIS v6 ASN.1 module (syntax.Compose).
+	Leaves syntax.Composition
 	// Skinny counts the skinny syntax's matched and fallback decodes.
 	Skinny syntax.Stats
 }
@@ -53,6 +56,9 @@ func (s *Stats) Merge(o *Stats) {
 		s.ByType[k] += v
 	}
 	s.Delay.Merge(&o.Delay)
+	s.Leaves.Integers += o.Leaves.Integers
+	s.Leaves.Reals += o.Leaves.Reals
+	s.Leaves.OctetStrings += o.Leaves.OctetStrings
 	s.Skinny.Matched += o.Skinny.Matched
 	s.Skinny.Fallback += o.Skinny.Fallback
 }
@@ -71,13 +77,19 @@ type Processor struct {
 	First    time.Time // first datagram
 	Last     time.Time // last datagram
 
-	extraWork int    // Receiver.ExtraWork
-	sink      uint64 // keeps the extra work from being optimized away
+	extraWork int // Receiver.ExtraWork
+	// clock, when set, reads the delivery time a delay ends at (after the
+	// decode, so a transfer syntax's decoding is inside the delay); nil:
+	// the read time passed to Process (tests).
+	clock  func() time.Time
+	leaves map[leafKey]syntax.Composition // composition per type and record count, counted once
+	sink   uint64                         // keeps the extra work from being optimized away
 }
 
 // NewProcessor returns a processor accepting groups 0..joined-1 of plan.
 func NewProcessor(plan Plan, joined int) *Processor {
-	return &Processor{plan: plan, joined: joined, Stats: newStats(), entities: map[dis.EntityID]time.Time{}}
+	return &Processor{plan: plan, joined: joined, Stats: newStats(), entities: map[dis.EntityID]time.Time{},
+		leaves: map[leafKey]syntax.Composition{}}
 }
 
 // SetSyntax makes p decode PDUs in the named transfer syntax ("" or "raw":
@@ -137,8 +149,13 @@ func (p *Processor) Process(b []byte, now time.Time) bool {
 		p.Stats.Dropped[DropUnwanted]++
 		return false
 	}
+	delivered := now
+	if p.clock != nil {
+		delivered = p.clock()
+	}
 	p.Stats.Messages++
 	p.Stats.ByType[h.PDUType]++
+	p.countLeaves(h, msg)
 	if p.extraWork > 0 {
 		p.sink += burn(pdu, p.extraWork)
 	}
@@ -149,7 +166,7 @@ func (p *Processor) Process(b []byte, now time.Time) bool {
 	if !abs {
 		p.Stats.Dropped[DropUnstamped]++
 	} else {
-		d := time.Duration(now.UnixNano())%time.Hour - since
+		d := time.Duration(delivered.UnixNano())%time.Hour - since
 		if d < -30*time.Minute { // the hour turned between send and receive
 			d += time.Hour
 		}
@@ -159,6 +176,27 @@ func (p *Processor) Process(b []byte, now time.Time) bool {
 		p.Expire(now)
 	}
 	return true
+}
+
+// leafKey identifies a PDU's composition: its type and length (the
+// length tells the variable records apart).
+type leafKey struct {
+	t   dis.PDUType
+	len uint16
+}
+
+// countLeaves adds msg's composition to the stats, walking each distinct
+// (type, length) once.
+func (p *Processor) countLeaves(h dis.Header, msg dis.PDU) {
+	k := leafKey{h.PDUType, uint16(msg.Len())}
+	c, ok := p.leaves[k]
+	if !ok {
+		c = syntax.Compose(msg)
+		p.leaves[k] = c
+	}
+	p.Stats.Leaves.Integers += c.Integers
+	p.Stats.Leaves.Reals += c.Reals
+	p.Stats.Leaves.OctetStrings += c.OctetStrings
 }
 
 // Expire removes entities silent for EntityTimeout, counting them.

@@ -80,6 +80,15 @@ func RecvReport(r RecvRun) map[string]any {
 		out["delay_p50_seconds"] = sum.Delay.Quantile(0.5)
 		out["delay_p99_seconds"] = sum.Delay.Quantile(0.99)
 		out["delay_mean_seconds"] = sum.Delay.Mean()
+		if sum.Delay.Count() > 1 {
+			out["delay_sd_seconds"] = sum.Delay.Std()
+			out["delay_ci99_seconds"] = sum.Delay.CI99()
+		}
+	}
+	if n := float64(sum.Messages); n > 0 { // mean composition of a message (the DIS v6 ASN.1 module's leaves)
+		out["pdu_integers"] = float64(sum.Leaves.Integers) / n
+		out["pdu_reals"] = float64(sum.Leaves.Reals) / n
+		out["pdu_octet_strings"] = float64(sum.Leaves.OctetStrings) / n
 	}
 	a, b := CPUWindow(r.Samples, sum.First, sum.Last)
 	win := b.T.Sub(a.T).Seconds()

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"math"
+	"protolab/agents/syntax"
 	"strings"
 	"testing"
 	"time"
@@ -100,8 +101,10 @@ func TestRecvReport(t *testing.T) {
 	delay.Packets, delay.Messages, delay.Bytes, delay.Entities = 101, 100, 14600, 7
 	delay.First, delay.Last = ms(250), ms(750)
 	for i := 0; i < 100; i++ {
-		delay.Delay.Add(1e-3)
+		delay.Delay.Add(1e-3 + 1e-4*float64(1-2*(i%2))) // 0.9 and 1.1 ms: mean 1 ms, sd 0.1 ms x sqrt(100/99)
 	}
+	delay.Leaves = syntax.Composition{Integers: 4200, Reals: 900, OctetStrings: 600}
+	sd := 1e-4 * math.Sqrt(100.0/99)
 	base := map[string]float64{"groups": 4, "joined_groups": 2, "sockets": 1, "elapsed_seconds": 1.2}
 	with := func(m map[string]float64, kv ...any) map[string]float64 {
 		out := map[string]float64{}
@@ -132,6 +135,8 @@ func TestRecvReport(t *testing.T) {
 			want: with(base, "packets", 101.0, "messages", 100.0, "bytes", 14600.0, "entities", 7.0, "entity_timeouts", 0.0,
 				"delay_samples", 100.0, "active_seconds", 0.5, "packets_per_second", 200.0, "messages_per_second", 100*100.0/101/0.5,
 				"delay_p50_seconds", delay.Delay.Quantile(0.5), "delay_p99_seconds", delay.Delay.Quantile(0.99), "delay_mean_seconds", 1e-3,
+				"delay_sd_seconds", sd, "delay_ci99_seconds", 2.5758293035489*sd/10, "pdu_integers", 42.0, "pdu_reals", 9.0,
+				"pdu_octet_strings", 6.0,
 				"cpu_window_seconds", 0.4, "work_baseline_per_second", 20000.0, "work_baseline_after_per_second", 19800.0,
 				"work_during_per_second", 10000.0, "cpu_busyloop_ratio", 0.5, "cpu_busyloop_noise_ratio", 0.01,
 				"work_thread_cpu_seconds", 0.16),
@@ -143,6 +148,8 @@ func TestRecvReport(t *testing.T) {
 			want: with(base, "packets", 101.0, "messages", 100.0, "bytes", 14600.0, "entities", 7.0, "entity_timeouts", 0.0,
 				"delay_samples", 100.0, "active_seconds", 0.5, "packets_per_second", 200.0, "messages_per_second", 100*100.0/101/0.5,
 				"delay_p50_seconds", delay.Delay.Quantile(0.5), "delay_p99_seconds", delay.Delay.Quantile(0.99), "delay_mean_seconds", 1e-3,
+				"delay_sd_seconds", sd, "delay_ci99_seconds", 2.5758293035489*sd/10, "pdu_integers", 42.0, "pdu_reals", 9.0,
+				"pdu_octet_strings", 6.0,
 				"cpu_window_seconds", 0.4, "work_baseline_per_second", 10000.0, "work_baseline_after_per_second", 10000.0,
 				"work_during_per_second", 10000.0, "cpu_busyloop_ratio", 0.0, "cpu_busyloop_noise_ratio", 0.0,
 				"work_thread_cpu_seconds", 0.16, "cpu_cgroup_idle_ratio", 0.02, "cgroup_cpu_seconds", 0.2, "cpu_cgroup_ratio", 0.1),

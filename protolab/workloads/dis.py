@@ -8,8 +8,13 @@ messages go over the loopback (unicast 127.0.0.1) instead.
 Columns (per task): `<task>_messages_per_second` and `<task>_packets_per_second` received (per second of the
 sender's run), `<task>_sent_packets_per_second`, `<task>_loss_ratio` with
 `<task>_sent_total` (messages sent to the joined groups) and `<task>_lost_total`, `<task>_delay_p50_seconds`,
-`<task>_delay_p99_seconds` and `<task>_delay_mean_seconds` (one-way, from the DIS timestamp, so a transfer
-syntax's encoding and decoding are inside it), `<task>_dropped_total` (datagrams the
+`<task>_delay_p99_seconds` and `<task>_delay_mean_seconds` (one-way, from the DIS timestamp set before the
+encoding to the delivery after the decoding, so a transfer syntax's encoding and decoding are inside it) with
+`<task>_delay_sd_seconds`, `<task>_delay_cov_ratio` (sd / mean, seed 000's C.o.V.) and
+`<task>_delay_ci99_seconds` (the half-width of the mean's 99 % interval),
+`<task>_pdu_integers`, `<task>_pdu_reals` and `<task>_pdu_octet_strings` (a received message's mean
+composition: the leaves of the DIS v6 ASN.1 module, as seed 000's Table 2 counts them), `<task>_dropped_total`
+(datagrams the
 receiver could not use), and the receiver's CPU two ways: `<task>_cpu_cgroup_ratio` (its container's cgroup
 CPU without the work loop's thread, in cores) and `<task>_cpu_busyloop_ratio` (the thesis's method: share of
 a calibrated work loop's throughput lost while receiving; needs `busy_loop: true`), each with its floor:
@@ -44,6 +49,12 @@ COLUMNS = (
     "delay_p50_seconds",
     "delay_p99_seconds",
     "delay_mean_seconds",
+    "delay_sd_seconds",
+    "delay_ci99_seconds",
+    "delay_cov_ratio",
+    "pdu_integers",
+    "pdu_reals",
+    "pdu_octet_strings",
     "dropped_total",
     "cpu_cgroup_ratio",
     "cpu_busyloop_ratio",
@@ -62,6 +73,9 @@ class DisTask(TaskModel):
     size: Bytes | None = Field(None, description="UDP payload per message, 62..8192 B (default: the PDU's size)")
     entities: int = Field(100, ge=1, le=65535)
     mix: str | None = Field(None, description="PDU mix, e.g. 'entity_state=92,fire=3,detonation=3,collision=2'")
+    articulations: int = Field(
+        0, ge=0, le=255, description="articulation parameters per Entity State PDU (4 integers, an 8-octet value each)"
+    )
     groups: int = Field(1, ge=1, le=65536, description="multicast groups the traffic is spread over")
     share: float = Field(1.0, gt=0, le=1, description="share of the groups the receiver joins")
     per_group: int | None = Field(

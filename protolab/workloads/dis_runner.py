@@ -120,6 +120,8 @@ class DisRunner(WorkloadRunner[DisTask]):
             cmd += ["--size", str(int(t.size))]
         if t.mix:
             cmd += ["--mix", t.mix]
+        if t.articulations:
+            cmd += ["--articulations", str(t.articulations)]
         if self.loopback:
             cmd += ["--dest", "127.0.0.1"]
         code, out, err = self.lab.exec(t.sender, cmd)
@@ -137,6 +139,10 @@ class DisRunner(WorkloadRunner[DisTask]):
 
     def result(self) -> dict[str, float | None]:
         return columns(self.task, self.sender_report, self.receiver_report, self.loopback)
+
+
+def _ratio(a: Any, b: Any) -> float | None:
+    return float(a) / float(b) if a is not None and b else None
 
 
 def columns(t: DisTask, sent: dict[str, Any], recv: dict[str, Any], loopback: bool) -> dict[str, float | None]:
@@ -157,6 +163,12 @@ def columns(t: DisTask, sent: dict[str, Any], recv: dict[str, Any], loopback: bo
         "delay_p50_seconds": recv.get("delay_p50_seconds"),
         "delay_p99_seconds": recv.get("delay_p99_seconds"),
         "delay_mean_seconds": recv.get("delay_mean_seconds"),
+        "delay_sd_seconds": recv.get("delay_sd_seconds"),
+        "delay_ci99_seconds": recv.get("delay_ci99_seconds"),
+        "delay_cov_ratio": _ratio(recv.get("delay_sd_seconds"), recv.get("delay_mean_seconds")),
+        "pdu_integers": recv.get("pdu_integers"),
+        "pdu_reals": recv.get("pdu_reals"),
+        "pdu_octet_strings": recv.get("pdu_octet_strings"),
         "dropped_total": sum((recv.get("dropped") or {}).values()),
         "cpu_cgroup_ratio": recv.get("cpu_cgroup_ratio"),
         "cpu_busyloop_ratio": recv.get("cpu_busyloop_ratio"),

@@ -9,6 +9,8 @@ type Hist struct {
 	counts [histBuckets]uint64
 	n      uint64
 	sum    float64
+	mean   float64 // running mean and sum of squared deviations (Welford), for Std
+	m2     float64
 	under  uint64 // below histMin (includes negative: clock steps)
 	max    float64
 }
@@ -23,6 +25,9 @@ const (
 func (h *Hist) Add(v float64) {
 	h.n++
 	h.sum += v
+	d := v - h.mean
+	h.mean += d / float64(h.n)
+	h.m2 += d * (v - h.mean)
 	if v > h.max {
 		h.max = v
 	}
@@ -41,6 +46,12 @@ func (h *Hist) Add(v float64) {
 func (h *Hist) Merge(o *Hist) {
 	for i, c := range o.counts {
 		h.counts[i] += c
+	}
+	if o.n > 0 { // Chan et al.'s pairwise update of the mean and m2
+		n := float64(h.n + o.n)
+		d := o.mean - h.mean
+		h.m2 += o.m2 + d*d*float64(h.n)*float64(o.n)/n
+		h.mean += d * float64(o.n) / n
 	}
 	h.n += o.n
 	h.sum += o.sum
@@ -62,6 +73,22 @@ func (h *Hist) Mean() float64 {
 		return math.NaN()
 	}
 	return h.sum / float64(h.n)
+}
+
+// Std is the samples' standard deviation in seconds (n-1 in the
+// denominator; NaN below two samples).
+func (h *Hist) Std() float64 {
+	if h.n < 2 {
+		return math.NaN()
+	}
+	return math.Sqrt(h.m2 / float64(h.n-1))
+}
+
+// CI99 is the half-width of the 99 % confidence interval of the mean in
+// seconds (normal approximation, z = 2.576: the counts here are in the
+// thousands; NaN below two samples).
+func (h *Hist) CI99() float64 {
+	return 2.5758293035489 * h.Std() / math.Sqrt(float64(h.n))
 }
 
 // Quantile q (0..1) in seconds, the geometric middle of its bucket (NaN when empty).

@@ -59,3 +59,49 @@ func TestHistBuckets(t *testing.T) {
 		t.Error("empty histogram has buckets")
 	}
 }
+
+// Std and CI99 agree with the two-pass formula, also after merging halves
+// (the dishost merges per-socket histograms).
+func TestHistStdMerge(t *testing.T) {
+	var all, a, b Hist
+	var xs []float64
+	for i := 0; i < 5000; i++ {
+		x := 1e-3 + 2e-4*math.Sin(float64(i)*0.7) + float64(i%7)*1e-5
+		xs = append(xs, x)
+		all.Add(x)
+		if i < 1234 {
+			a.Add(x)
+		} else {
+			b.Add(x)
+		}
+	}
+	mean := 0.0
+	for _, x := range xs {
+		mean += x
+	}
+	mean /= float64(len(xs))
+	ss := 0.0
+	for _, x := range xs {
+		ss += (x - mean) * (x - mean)
+	}
+	want := math.Sqrt(ss / float64(len(xs)-1))
+	a.Merge(&b)
+	for name, h := range map[string]*Hist{"added": &all, "merged": &a} {
+		if got := h.Std(); math.Abs(got-want)/want > 1e-9 {
+			t.Errorf("%s: std %v, want %v", name, got, want)
+		}
+		if got, w := h.CI99(), 2.5758293035489*want/math.Sqrt(5000); math.Abs(got-w)/w > 1e-9 {
+			t.Errorf("%s: ci99 %v, want %v", name, got, w)
+		}
+	}
+	var one Hist
+	one.Add(1)
+	if !math.IsNaN(one.Std()) || !math.IsNaN(one.CI99()) {
+		t.Errorf("one sample: std %v ci99 %v, want NaN", one.Std(), one.CI99())
+	}
+	var empty Hist
+	one.Merge(&empty)
+	if one.Count() != 1 || !math.IsNaN(one.Std()) {
+		t.Errorf("merging an empty histogram changed it: n %d std %v", one.Count(), one.Std())
+	}
+}
