@@ -65,5 +65,11 @@ def run_spec(name: str, results: Path, timeout: float = 600) -> tuple[Path, dict
     experiment = yaml.safe_load(spec.read_text())["name"]
     run = latest(results, experiment)
     summary = json.loads((run / "summary.json").read_text())
-    assert summary["valid"] and all(c["passed"] for c in summary["checks"]), summary["checks"]
+    failed = [
+        f"{c['name']} at {c['point']} {c['values']}: {c['column']} = {c['measured']} outside {c['bound']}"
+        for c in summary["checks"]
+        if not c["passed"]
+    ]
+    assert summary["valid"], f"run invalid: {summary.get('invalid_reasons') or summary}"[:3000]
+    assert not failed, "checks failed:\n" + "\n".join(failed) + "\n" + out.stdout[-2000:]
     return run, summary
