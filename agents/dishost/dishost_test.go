@@ -377,6 +377,9 @@ func TestArticulationsAndLeaves(t *testing.T) {
 				t.Fatalf("k=%d: dropped: %v", k, p.Stats.Dropped)
 			}
 		}
+		if p.Stats.Decode.Count() != 3 {
+			t.Errorf("k=%d: %d decodes timed, want 3", k, p.Stats.Decode.Count())
+		}
 		if d := p.Stats.Delay.Mean(); math.Abs(d-0.005) > 1e-4 {
 			t.Errorf("k=%d: delay %v, want the delivery clock's 5 ms", k, d)
 		}
@@ -392,5 +395,29 @@ func TestArticulationsAndLeaves(t *testing.T) {
 	}
 	if _, err := NewGenerator(GenConfig{Plan: plan(1), Entities: 1, Articulations: 256}); err == nil {
 		t.Error("256 articulation parameters accepted")
+	}
+}
+
+// NoHeartbeat keeps a one-type stream pure; a Clock times every encoding.
+func TestNoHeartbeatAndEncodeTiming(t *testing.T) {
+	for _, beat := range []bool{true, false} {
+		g, err := NewGenerator(GenConfig{Plan: plan(1), Entities: 1, Mix: Mix{dis.TypeFire: 1}, NoHeartbeat: !beat})
+		if err != nil {
+			t.Fatal(err)
+		}
+		g.Clock = time.Now
+		buf := make([]byte, MaxSize)
+		t0 := time.Date(2026, 1, 1, 10, 0, 0, 0, time.UTC)
+		for i := 0; i < 4; i++ {
+			if _, _, err := g.Next(buf, t0.Add(time.Duration(i)*3*time.Second)); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if es := g.SentType[dis.TypeEntityState]; (es > 0) != beat {
+			t.Errorf("heartbeat %v: %d Entity State PDUs among 4 Fire PDUs 3 s apart", beat, es)
+		}
+		if g.Encode.Count() != 4 {
+			t.Errorf("%d encodings timed, want 4", g.Encode.Count())
+		}
 	}
 }

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"protolab/agents/dis"
+	"protolab/agents/internal/measure"
 	"protolab/agents/syntax"
 	_ "protolab/agents/syntax/asn1c" // registers ber, der, uper (cgo builds)
 )
@@ -35,6 +36,10 @@ type Generator struct {
 	SentGroup []uint64
 	SentType  map[dis.PDUType]uint64
 	Heartbeat uint64 // Entity State PDUs sent because an entity's heartbeat was due
+	// Encode times each PDU's encoding (raw: MarshalTo) when Clock is set.
+	Encode measure.Hist
+	Clock  func() time.Time
+	noBeat bool
 }
 
 // GenConfig configures a Generator.
@@ -49,6 +54,9 @@ type GenConfig struct {
 	// Syntax is the transfer syntax PDUs are sent in (agents/syntax; ""
 	// or "raw": the native encoding). Size must be 0 with any other.
 	Syntax string
+	// NoHeartbeat sends only the mix's types: no Entity State PDU when an
+	// entity's 5 s heartbeat is due (one type per stream, for measuring it).
+	NoHeartbeat bool
 	// Articulations is the number of articulation parameters every Entity
 	// State PDU carries (0..dis.MaxRecords; each adds four integers and an
 	// 8-octet value). With Size, the larger of the two counts holds.
@@ -78,7 +86,8 @@ func NewGenerator(c GenConfig) (*Generator, error) {
 	}
 	g := &Generator{plan: c.Plan, size: c.Size, entities: c.Entities, site: c.Site, app: c.App,
 		rng: rand.New(rand.NewSource(c.Seed)), lastES: make([]time.Time, c.Entities),
-		SentGroup: make([]uint64, c.Plan.Groups), SentType: map[dis.PDUType]uint64{}, others: map[dis.PDUType]dis.PDU{}}
+		SentGroup: make([]uint64, c.Plan.Groups), SentType: map[dis.PDUType]uint64{}, others: map[dis.PDUType]dis.PDU{},
+		noBeat: c.NoHeartbeat}
 	g.stride = Stride(c.Plan.Groups)
 	var err error
 	if g.codec, err = newCodec(c.Syntax); err != nil {
@@ -177,7 +186,7 @@ func (g *Generator) Next(buf []byte, now time.Time) (n, group int, err error) {
 	small := g.size != 0 && g.size < dis.MessageAddressSize+dis.EntityStateSize
 	if small {
 		t = dis.TypeCollision // the only PDU below 62..145 bytes we pad up from
-	} else if t != dis.TypeEntityState && now.Sub(g.lastES[e]) >= HeartbeatInterval {
+	} else if t != dis.TypeEntityState && !g.noBeat && now.Sub(g.lastES[e]) >= HeartbeatInterval {
 		t = dis.TypeEntityState
 		g.Heartbeat++
 	}
@@ -212,6 +221,10 @@ func (g *Generator) Next(buf []byte, now time.Time) (n, group int, err error) {
 	a := g.plan.MessageAddress(group, e)
 	buf[0], buf[1] = byte(a>>8), byte(a)
 	var m int
+	var t0 time.Time
+	if g.Clock != nil {
+		t0 = g.Clock()
+	}
 	if g.codec != nil {
 		out, err := g.codec.Append(buf[dis.MessageAddressSize:dis.MessageAddressSize], p)
 		if err != nil {
@@ -223,6 +236,9 @@ func (g *Generator) Next(buf []byte, now time.Time) (n, group int, err error) {
 		copy(buf[dis.MessageAddressSize:], out) // a no-op unless Append had to grow
 	} else if m, err = p.MarshalTo(buf[dis.MessageAddressSize:]); err != nil {
 		return 0, 0, err
+	}
+	if g.Clock != nil {
+		g.Encode.Add(g.Clock().Sub(t0).Seconds())
 	}
 	n = dis.MessageAddressSize + m
 	if g.size > n {

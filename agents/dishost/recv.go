@@ -36,6 +36,9 @@ type Stats struct {
 	// Leaves sums the composition of the messages accepted: integers,
 	// reals and octet strings of the DIS v6 ASN.1 module (syntax.Compose).
 	Leaves syntax.Composition
+	// Decode times each accepted message's decoding when the processor
+	// has a clock (the transfer syntax's, or raw's dis.Decoder).
+	Decode measure.Hist
 	// Skinny counts the skinny syntax's matched and fallback decodes.
 	Skinny syntax.Stats
 }
@@ -56,6 +59,7 @@ func (s *Stats) Merge(o *Stats) {
 		s.ByType[k] += v
 	}
 	s.Delay.Merge(&o.Delay)
+	s.Decode.Merge(&o.Decode)
 	s.Leaves.Integers += o.Leaves.Integers
 	s.Leaves.Reals += o.Leaves.Reals
 	s.Leaves.OctetStrings += o.Leaves.OctetStrings
@@ -117,6 +121,10 @@ func (p *Processor) Process(b []byte, now time.Time) bool {
 	pdu := b[dis.MessageAddressSize:]
 	var h dis.Header
 	var msg dis.PDU
+	var t0 time.Time
+	if p.clock != nil {
+		t0 = p.clock()
+	}
 	if p.codec != nil {
 		var err error
 		msg, err = p.codec.Decode(pdu)
@@ -152,6 +160,7 @@ func (p *Processor) Process(b []byte, now time.Time) bool {
 	delivered := now
 	if p.clock != nil {
 		delivered = p.clock()
+		p.Stats.Decode.Add(delivered.Sub(t0).Seconds())
 	}
 	p.Stats.Messages++
 	p.Stats.ByType[h.PDUType]++

@@ -15,12 +15,18 @@ func SendReport(plan Plan, size int, gen *Generator, packets, bytes, errs uint64
 	for t, n := range gen.SentType {
 		byType[t.String()] = n
 	}
-	return map[string]any{
+	out := map[string]any{
 		"role": "send", "sent_packets": packets, "sent_bytes": bytes, "send_errors": errs, "elapsed_seconds": elapsed,
 		"packets_per_second": float64(packets) / elapsed, "sent_by_group": gen.SentGroup, "sent_by_type": byType,
 		"heartbeats": gen.Heartbeat, "groups": plan.Groups, "per_group": plan.PerGroup, "size_bytes": size,
 		"syntax": gen.Syntax(),
 	}
+	if gen.Encode.Count() > 0 { // timed (the generator had a clock)
+		out["encode_samples"] = gen.Encode.Count()
+		out["encode_mean_seconds"] = gen.Encode.Mean()
+		out["encode_p99_seconds"] = gen.Encode.Quantile(0.99)
+	}
+	return out
 }
 
 // CPUSample is one reading of the CPU counters while receiving.
@@ -84,6 +90,10 @@ func RecvReport(r RecvRun) map[string]any {
 			out["delay_sd_seconds"] = sum.Delay.Std()
 			out["delay_ci99_seconds"] = sum.Delay.CI99()
 		}
+	}
+	if sum.Decode.Count() > 0 {
+		out["decode_mean_seconds"] = sum.Decode.Mean()
+		out["decode_p99_seconds"] = sum.Decode.Quantile(0.99)
 	}
 	if n := float64(sum.Messages); n > 0 { // mean composition of a message (the DIS v6 ASN.1 module's leaves)
 		out["pdu_integers"] = float64(sum.Leaves.Integers) / n

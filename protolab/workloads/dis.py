@@ -12,6 +12,10 @@ sender's run), `<task>_sent_packets_per_second`, `<task>_loss_ratio` with
 encoding to the delivery after the decoding, so a transfer syntax's encoding and decoding are inside it) with
 `<task>_delay_sd_seconds`, `<task>_delay_cov_ratio` (sd / mean, seed 000's C.o.V.) and
 `<task>_delay_ci99_seconds` (the half-width of the mean's 99 % interval),
+`<task>_message_bytes` (a datagram's mean UDP payload: the 2-byte message address and the encoded PDU),
+`<task>_encode_mean_seconds` and `<task>_decode_mean_seconds` (each PDU's encoding on the sender and decoding
+on the receiver, timed in place: the codecs' CPU as the lab's traffic pattern leaves their caches),
+`<task>_skinny_match_ratio` (skinny: the share of PDUs its pre-encoded octets matched, the rest parsed as BER),
 `<task>_pdu_integers`, `<task>_pdu_reals` and `<task>_pdu_octet_strings` (a received message's mean
 composition: the leaves of the DIS v6 ASN.1 module, as seed 000's Table 2 counts them), `<task>_dropped_total`
 (datagrams the
@@ -52,6 +56,10 @@ COLUMNS = (
     "delay_sd_seconds",
     "delay_ci99_seconds",
     "delay_cov_ratio",
+    "message_bytes",
+    "encode_mean_seconds",
+    "decode_mean_seconds",
+    "skinny_match_ratio",
     "pdu_integers",
     "pdu_reals",
     "pdu_octet_strings",
@@ -73,6 +81,9 @@ class DisTask(TaskModel):
     size: Bytes | None = Field(None, description="UDP payload per message, 62..8192 B (default: the PDU's size)")
     entities: int = Field(100, ge=1, le=65535)
     mix: str | None = Field(None, description="PDU mix, e.g. 'entity_state=92,fire=3,detonation=3,collision=2'")
+    heartbeat: bool = Field(
+        True, description="an Entity State PDU when an entity's 5 s heartbeat is due (false: only the mix's types)"
+    )
     articulations: int = Field(
         0, ge=0, le=255, description="articulation parameters per Entity State PDU (4 integers, an 8-octet value each)"
     )

@@ -122,6 +122,8 @@ class DisRunner(WorkloadRunner[DisTask]):
             cmd += ["--mix", t.mix]
         if t.articulations:
             cmd += ["--articulations", str(t.articulations)]
+        if not t.heartbeat:
+            cmd += ["--heartbeat=false"]
         if self.loopback:
             cmd += ["--dest", "127.0.0.1"]
         code, out, err = self.lab.exec(t.sender, cmd)
@@ -166,6 +168,10 @@ def columns(t: DisTask, sent: dict[str, Any], recv: dict[str, Any], loopback: bo
         "delay_sd_seconds": recv.get("delay_sd_seconds"),
         "delay_ci99_seconds": recv.get("delay_ci99_seconds"),
         "delay_cov_ratio": _ratio(recv.get("delay_sd_seconds"), recv.get("delay_mean_seconds")),
+        "message_bytes": _ratio(sent.get("sent_bytes"), sent.get("sent_packets")),
+        "encode_mean_seconds": sent.get("encode_mean_seconds"),
+        "decode_mean_seconds": recv.get("decode_mean_seconds"),
+        "skinny_match_ratio": recv.get("skinny_match_ratio"),
         "pdu_integers": recv.get("pdu_integers"),
         "pdu_reals": recv.get("pdu_reals"),
         "pdu_octet_strings": recv.get("pdu_octet_strings"),

@@ -89,6 +89,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	arrival := fs.String("arrival", "constant", "send: constant | poisson")
 	entities := fs.Int("entities", 100, "send: simulated entities")
 	size := fs.Int("size", 0, fmt.Sprintf("send: UDP payload bytes, %d..%d (0: the PDU's own size)", dishost.MinSize, dishost.MaxSize))
+	heartbeat := fs.Bool("heartbeat", true, "send: an Entity State PDU when an entity's 5 s heartbeat is due (false: only the mix's types)")
 	articulations := fs.Int("articulations", 0, "send: articulation parameters per Entity State PDU, 0..255 (4 integers and an 8-octet value each)")
 	mix := fs.String("mix", "", "send: PDU mix, e.g. entity_state=92,fire=3,detonation=3,collision=2 (the default)")
 	dest := fs.String("dest", "", "send: unicast destination instead of the groups (e.g. 127.0.0.1)")
@@ -153,10 +154,11 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		}
 		gen, err := dishost.NewGenerator(dishost.GenConfig{Plan: plan, Entities: *entities, Size: *size, Mix: m,
 			Site: uint16(*site), App: uint16(*app), Seed: *seed, Syntax: *syn,
-			Articulations: *articulations})
+			Articulations: *articulations, NoHeartbeat: !*heartbeat})
 		if err != nil {
 			return bad("%v", err)
 		}
+		gen.Clock = time.Now
 		start := time.Now()
 		pacer, err := measure.NewPacer(*rate, measure.Arrival(*arrival), start, *seed+1)
 		if err != nil {
