@@ -1,12 +1,12 @@
 """Experiment specs: YAML in experiments/, parsed -> resolved per sweep point -> validated -> planned.
 
 A spec names the seed table it reproduces, a topology (kind + parameters), node images, workload phases,
-sweep axes, repetitions, a random seed, measurements, tables, plots and checks. Profiles (`quick`,
-`full`, ...) are partial specs deep-merged over the base. Any string value may reference a sweep axis as
-`${axis}` (or `${axis.key}` for axes whose values are mappings); each sweep point is substituted and
-validated on its own, so an error names the file, the field, the reason and the point. Bounds: at most
-MAX_SWEEP_POINTS points (checked before expanding), MAX_FAULT_EVENTS_PER_PHASE fault events per phase, and a
-table's `reference` names a CSV inside experiments/seed-tables/.
+sweep axes, repetitions, a random seed, measurements, tables, plots, checks and derived results (sums, ratios
+and fits across points). Profiles (`quick`, `full`, ...) are partial specs deep-merged over the base. Any string
+value may reference a sweep axis as `${axis}` (or `${axis.key}` for axes whose values are mappings); each sweep
+point is substituted and validated on its own, so an error names the file, the field, the reason and the
+point. Bounds: at most MAX_SWEEP_POINTS points (checked before expanding), MAX_FAULT_EVENTS_PER_PHASE fault
+events per phase, and a table's `reference` names a CSV inside experiments/seed-tables/.
 """
 
 from __future__ import annotations
@@ -28,7 +28,7 @@ from .errors import SpecError as SpecError  # raised here; callers may import it
 from .model.base import COLUMN_RE, NAME_RE, Strict
 from .model.faults import MAX_FAULT_EVENTS_PER_PHASE, Fault, all_out
 from .model.impairment import LinkImpairment
-from .model.report import EXPERIMENTS_DIR, Check, Knee, Plot, Table, resolve_reference
+from .model.report import EXPERIMENTS_DIR, Check, Derived, Knee, Plot, Table, resolve_reference
 from .model.topology import TopologyDef
 from .units import Seconds
 from .workloads import TASK_MODELS
@@ -273,6 +273,9 @@ class Experiment(Strict):
     knees: list[Knee] = Field(default_factory=list, description="throughput-collapse tables (see Knee)")
     plots: list[Plot] = Field(default_factory=list)
     checks: list[Check] = Field(default_factory=list)
+    derived: Derived = Field(
+        default_factory=Derived, description="results that combine sweep points: sums, ratios and fits (see Derived)"
+    )
     profiles: dict[str, dict[str, Any]] = Field(
         default_factory=dict, description="name -> partial spec merged over this one (quick, full, ...)"
     )
@@ -343,6 +346,14 @@ class Experiment(Strict):
                 raise ValueError(f"measurement {m.name}: {m.node!r} is not a host")
             if m.interface and m.interface not in intfs[m.node]:
                 raise ValueError(f"measurement {m.name}: {m.node} has no {m.interface} (has {intfs[m.node]})")
+        return self
+
+    @model_validator(mode="after")
+    def _derived_refs(self) -> Experiment:
+        """Derived ratios name axes and values of the sweep; derived checks and scatter plots name what exists."""
+        problems = self.derived.problems(self.sweep, self.checks, self.plots)
+        if problems:
+            raise ValueError("derived: " + "; ".join(problems))
         return self
 
     def initial_repetitions(self) -> int:
@@ -567,12 +578,25 @@ def load(source: Path | str, profile: str | None = None) -> Plan:
                     where = f" (at sweep point {label})" if label else ""
                     raise SpecError(f"{source}: invalid spec{where}\n  tables: table {t.name}: {exc}") from None
         points.append(Point(i, values, exp))
+    if points and (unknown := _unknown_derived_columns(points)):
+        raise SpecError(f"{source}: invalid spec\n  derived: {unknown}")
     # Deploy each distinct lab once: group points by topology (stable, first appearance first).
     order: dict[str, int] = {}
     for p in points:
         order.setdefault(p.topology_key(), len(order))
     points.sort(key=lambda p: (order[p.topology_key()], p.index))
     return Plan(source=source, profile=profile, raw=raw, points=points)
+
+
+def _unknown_derived_columns(points: list[Point]) -> str | None:
+    """Tidy columns that derived results or scatter plots read but no point measures (tidy.csv has only the
+    experiment's columns)."""
+    known = {c for p in points for c in p.experiment.columns()}
+    e = points[0].experiment
+    unknown = sorted(e.derived.columns_used(e.plots) - known)
+    if not unknown:
+        return None
+    return f"{unknown} are not columns of this experiment, derived sums or ratios (columns: {sorted(known)})"
 
 
 def json_schema() -> dict[str, Any]:

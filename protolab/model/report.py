@@ -1,4 +1,4 @@
-"""Report definitions: the tables, knees, plots and checks a spec asks for, as data.
+"""Report definitions: the tables, knees, plots, checks and derived results a spec asks for, as data.
 
 They are part of a spec (protolab.spec validates them with the rest) and are kept in every results folder's
 manifest, from which protolab.results re-renders a run without the spec's topologies, labs or workloads.
@@ -7,7 +7,9 @@ A table's `reference` names a CSV inside seed-tables/ (SEED_TABLES) beside the s
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+import json
+import re
+from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path, PurePosixPath
 from typing import Any, Literal, Protocol
 
@@ -23,11 +25,21 @@ SEED_TABLES = "seed-tables"  # a table reference's folder, relative to the spec'
 class Check(Strict):
     """A bound on a tidy column, per sweep point, on the mean over repetitions; or, with `trials`, a
     binomial check: `column` counts events (lost packets) out of `trials` (packets sent), pooled over the
-    repetitions, and the check passes when `target` lies inside the exact (Clopper-Pearson) interval."""
+    repetitions, and the check passes when `target` lies inside the exact (Clopper-Pearson) interval; or, with
+    `derived`, a bound on every row of a derived sum or ratio, or (with `field`) on a derived fit's c0, c1 or r2
+    in each of its groups: one entry in the summary, recording the worst row."""
 
     name: str
-    column: str = Field(..., pattern=COLUMN_RE)
-    where: dict[str, Any] = Field(default_factory=dict, description="only points whose axes have these values")
+    column: str | None = Field(None, pattern=COLUMN_RE, description="the tidy column (or give derived)")
+    derived: str | None = Field(
+        None, pattern=COLUMN_RE, description="a derived sum, ratio or fit (see Derived): every row within the bounds"
+    )
+    field: Literal["c0", "c1", "r2"] | None = Field(
+        None, description="derived fit: the intercept c0, the slope c1 or r2, in every group of the fit"
+    )
+    where: dict[str, Any] = Field(
+        default_factory=dict, description="only points (derived: rows or fit groups) whose axes have these values"
+    )
     target: Quantity | None = Field(None, description="expected value (number, or rate/duration/percent string)")
     tolerance_percent: float | None = Field(None, gt=0)
     tolerance_absolute: Quantity | None = Field(
@@ -40,6 +52,12 @@ class Check(Strict):
 
     @model_validator(mode="after")
     def _one_form(self) -> Check:
+        if (self.column is None) == (self.derived is None):
+            raise ValueError("a check bounds a tidy `column` or a `derived` result: give one of them")
+        if self.field is not None and self.derived is None:
+            raise ValueError("field names a figure of a derived fit: give derived")
+        if self.derived is not None and (self.trials is not None or self.confidence is not None):
+            raise ValueError("a binomial check counts a tidy column: no derived")
         if self.trials is not None or self.confidence is not None:
             if self.trials is None or self.confidence is None or self.target is None:
                 raise ValueError("a binomial check needs trials, confidence and target")
@@ -134,13 +152,23 @@ class Plot(Strict):
     `ccdf`, the distribution of every sample a histogram series counted (y names it: `rr_rtt_seconds` reads
     the buckets `rr_rtt_seconds_bucket`), a panel per value of `x`, one curve per `group` value, log-log; and
     `series`, each sample of a raw series against its number (SCIOP's Fig. 8: the maximum of each block of
-    round trips), a panel per value of `x`, one colour per `group` value."""
+    round trips), a panel per value of `x`, one colour per `group` value. `scatter`: one y against one x, each a
+    tidy column, derived sum or derived ratio (a dot per point, or per ratio row), bubbles sized by `size`,
+    labelled with an axis's value, coloured by `group`, with a derived fit's line(s)."""
 
     name: str = Field(..., pattern=NAME_RE)
     title: str
-    kind: Literal["bar", "line", "ccdf", "series"] = "bar"
-    x: str = Field(..., description="axis name on the x axis (ccdf and series: one panel per value)")
-    y: list[str] = Field(..., min_length=1, description="tidy columns (ccdf and series: raw series names)")
+    kind: Literal["bar", "line", "ccdf", "series", "scatter"] = "bar"
+    x: str = Field(
+        ...,
+        description="axis name on the x axis (ccdf and series: one panel per value; scatter: a tidy column, "
+        "derived sum or derived ratio)",
+    )
+    y: list[str] = Field(
+        ...,
+        min_length=1,
+        description="tidy columns (ccdf and series: raw series names; scatter: one column, derived sum or ratio)",
+    )
     group: str | None = Field(None, description="axis name: one series (or panel) per value")
     where: dict[str, Any] = Field(default_factory=dict, description="only points whose axes have these values")
     ylabel: str = ""
@@ -148,21 +176,213 @@ class Plot(Strict):
     marks: dict[str, Seconds] = Field(
         default_factory=dict, description="ccdf and series: labelled lines at these times, e.g. {goal: 50ms}"
     )
+    size: str | None = Field(
+        None, pattern=COLUMN_RE, description="scatter: a tidy column, derived sum or ratio drawn as the bubbles' area"
+    )
+    label: str | None = Field(None, description="scatter: the axis whose value is written beside each dot")
+    fit: str | None = Field(None, description="scatter: a derived fit drawn as its line(s), its equation in the legend")
 
     @model_validator(mode="after")
     def _raw_kinds(self) -> Plot:
-        if self.marks and self.kind in ("bar", "line"):
+        if self.marks and self.kind in ("bar", "line", "scatter"):
             raise ValueError(f"plot {self.name}: marks are drawn on ccdf and series plots, not on {self.kind}")
-        if self.reference and self.kind in ("ccdf", "series"):
+        if self.reference and self.kind in ("ccdf", "series", "scatter"):
             raise ValueError(f"plot {self.name}: a {self.kind} plot has no reference; use marks")
+        if self.kind == "scatter":
+            if len(self.y) != 1:
+                raise ValueError(f"plot {self.name}: a scatter plot has one y ({len(self.y)} given)")
+        elif self.size or self.label or self.fit:
+            raise ValueError(f"plot {self.name}: size, label and fit are for scatter plots, not {self.kind}")
         return self
 
 
+class DerivedSum(Strict):
+    """A column per sweep point: the weighted sum of tidy columns, each first the mean over the point's
+    repetitions (e.g. complexity = 1 x integers + 4 x reals)."""
+
+    name: str = Field(..., pattern=COLUMN_RE)
+    of: dict[str, float] = Field(..., min_length=1, description="tidy column -> its weight")
+
+    @model_validator(mode="after")
+    def _columns(self) -> DerivedSum:
+        bad = [c for c in self.of if not re.match(COLUMN_RE, c)]
+        if bad:
+            raise ValueError(f"sum {self.name}: {bad} are not column names ({COLUMN_RE})")
+        return self
+
+
+class DerivedRatio(Strict):
+    """column[axis = numerator] / column[axis = denominator], per combination of the other axes' values (a row
+    each, carrying the derived sums of its numerator point); minus one with `minus_one`, e.g. the relative
+    cost (ber - raw) / raw."""
+
+    name: str = Field(..., pattern=COLUMN_RE)
+    column: str = Field(..., pattern=COLUMN_RE, description="a tidy column or derived sum (mean over repetitions)")
+    axis: str = Field(..., pattern=COLUMN_RE, description="the sweep axis whose two values are compared")
+    numerator: Any = Field(..., description="the axis value on top, e.g. ber")
+    denominator: Any = Field(..., description="the axis value below, e.g. raw")
+    minus_one: bool = Field(False, description="numerator / denominator - 1")
+
+
+class DerivedFit(Strict):
+    """Least squares y = c0 + c1 x over the sweep points (over a ratio's rows when x or y is a ratio): c0, c1,
+    their standard errors, r2, n and every residual; one fit per value of `group`. A point without x or y is
+    left out (counted)."""
+
+    name: str = Field(..., pattern=COLUMN_RE)
+    x: str = Field(..., pattern=COLUMN_RE, description="a tidy column, derived sum or derived ratio")
+    y: str = Field(..., pattern=COLUMN_RE, description="a tidy column, derived sum or derived ratio")
+    group: str | None = Field(None, description="axis name: one fit per value")
+    where: dict[str, Any] = Field(default_factory=dict, description="only points whose axes have these values")
+
+
+class Derived(Strict):
+    """Results that combine sweep points, computed from tidy.csv into derived.json and tables/derived-*: `sums`
+    (a column per point), `ratios` (a row per combination of the other axes) and `fits` (lines across points).
+    Their names are shared: a ratio may divide a sum, a fit or a scatter plot may take a sum or a ratio as x or
+    y, and a check may bound any of them (`derived:`)."""
+
+    sums: list[DerivedSum] = Field(default_factory=list)
+    ratios: list[DerivedRatio] = Field(default_factory=list)
+    fits: list[DerivedFit] = Field(default_factory=list)
+
+    @model_validator(mode="after")
+    def _names(self) -> Derived:
+        names = [d.name for d in (*self.sums, *self.ratios, *self.fits)]
+        if dup := sorted({n for n in names if names.count(n) > 1}):
+            raise ValueError(f"derived names repeat: {dup}")
+        for s in self.sums:
+            if used := sorted(set(s.of) & set(names)):
+                raise ValueError(f"sum {s.name}: {used} are derived; a sum adds tidy columns")
+        for r in self.ratios:
+            if self.kind(r.column) in ("ratio", "fit"):
+                raise ValueError(f"ratio {r.name}: column {r.column!r} is a derived {self.kind(r.column)}; "
+                                 "a ratio divides a tidy column or a sum")  # fmt: skip
+            if _axis_text(r.numerator) == _axis_text(r.denominator):
+                raise ValueError(f"ratio {r.name}: numerator and denominator are both {_axis_text(r.numerator)!r}")
+        for f in self.fits:
+            if f.x == f.y:
+                raise ValueError(f"fit {f.name}: x and y are both {f.x!r}")
+            try:
+                self.ratio_axis([f.x, f.y])
+            except ValueError as exc:
+                raise ValueError(f"fit {f.name}: {exc}") from None
+        return self
+
+    def kind(self, name: str) -> Literal["sum", "ratio", "fit"] | None:
+        """What a derived name is; None for anything else (a tidy column)."""
+        for kind, items in (("sum", self.sums), ("ratio", self.ratios), ("fit", self.fits)):
+            if any(d.name == name for d in items):
+                return kind  # type: ignore[return-value]
+        return None
+
+    def ratio(self, name: str) -> DerivedRatio:
+        return next(r for r in self.ratios if r.name == name)
+
+    def fit(self, name: str) -> DerivedFit:
+        return next(f for f in self.fits if f.name == name)
+
+    def ratio_axis(self, names: Iterable[str]) -> str | None:
+        """The axis of the ratios among `names` (values taken together come from those ratios' rows), None
+        when none is a ratio. ValueError when they cannot come from one row: ratios over different axes, a
+        fit, or a tidy column beside a ratio (a ratio's row carries ratios over its axis and the sums of its
+        numerator point)."""
+        names = list(names)
+        if fits := [n for n in names if self.kind(n) == "fit"]:
+            raise ValueError(f"{fits[0]!r} is a fit, not a value of a point or row")
+        axes = list(dict.fromkeys(self.ratio(n).axis for n in names if self.kind(n) == "ratio"))
+        if not axes:
+            return None
+        if len(axes) > 1:
+            raise ValueError(f"ratios over different axes ({', '.join(axes)}) have no rows in common")
+        if tidy := [n for n in names if self.kind(n) is None]:
+            raise ValueError(f"{tidy[0]!r} is a tidy column, which a ratio's row does not carry (only ratios "
+                             f"over {axes[0]} and the sums of the numerator point)")  # fmt: skip
+        return axes[0]
+
+    def columns_used(self, plots: Sequence[Plot] = ()) -> set[str]:
+        """The tidy columns these derived results and the scatter plots read."""
+        names = [c for s in self.sums for c in s.of] + [r.column for r in self.ratios]
+        names += [n for f in self.fits for n in (f.x, f.y)]
+        names += [n for p in plots if p.kind == "scatter" for n in (p.x, *p.y, p.size) if n]
+        return {n for n in names if self.kind(n) is None}
+
+    def problems(
+        self, sweep: Mapping[str, Sequence[Any]], checks: Sequence[Check] = (), plots: Sequence[Plot] = ()
+    ) -> list[str]:
+        """What does not fit the sweep (axes and their values), and checks and scatter plots naming derived
+        results that do not exist or cannot be read as they ask; [] when all is well."""
+        out: list[str] = []
+
+        def axes(what: str, names: Iterable[str | None], ratio_axis: str | None) -> None:
+            for a in names:
+                if a is None:
+                    continue
+                if a not in sweep:
+                    out.append(f"{what}: {a!r} is not a sweep axis (axes: {list(sweep)})")
+                elif a == ratio_axis:
+                    out.append(f"{what}: its rows are ratios over {a}, which have no {a}")
+
+        for r in self.ratios:
+            if r.axis not in sweep:
+                out.append(f"ratio {r.name}: {r.axis!r} is not a sweep axis (axes: {list(sweep)})")
+                continue
+            values = [_axis_text(v) for v in sweep[r.axis]]
+            for role in ("numerator", "denominator"):
+                if _axis_text(getattr(r, role)) not in values:
+                    out.append(f"ratio {r.name}: {role} {_axis_text(getattr(r, role))!r} is not a value of "
+                               f"{r.axis} ({', '.join(values)})")  # fmt: skip
+        for f in self.fits:
+            axes(f"fit {f.name}", [f.group, *f.where], self.ratio_axis([f.x, f.y]))
+        for c in checks:
+            if c.derived is None:
+                continue
+            what, kind = f"check {c.name!r}", self.kind(c.derived)
+            if kind is None:
+                out.append(f"{what}: {c.derived!r} is not a derived sum, ratio or fit")
+            elif kind == "fit" and c.field is None:
+                out.append(f"{what}: fit {c.derived} needs a field (c0, c1 or r2)")
+            elif kind != "fit" and c.field is not None:
+                out.append(f"{what}: field is for fits; {c.derived} is a {kind}")
+            elif kind == "fit":
+                f = self.fit(c.derived)
+                if bad := [a for a in c.where if a not in (f.group, *f.where)]:
+                    out.append(f"{what}: fit {f.name}'s groups have only {[f.group, *f.where]}, not {bad}")
+            else:
+                axes(what, c.where, self.ratio(c.derived).axis if kind == "ratio" else None)
+        for p in plots:
+            if p.kind != "scatter":
+                continue
+            what = f"plot {p.name}"
+            try:
+                ratio_axis = self.ratio_axis([p.x, *p.y, *([p.size] if p.size else [])])
+            except ValueError as exc:
+                out.append(f"{what}: {exc}")
+                continue
+            axes(what, [p.group, p.label, *p.where], ratio_axis)
+            if p.fit is not None and self.kind(p.fit) != "fit":
+                out.append(f"{what}: fit {p.fit!r} is not a derived fit")
+        return out
+
+
+def _axis_text(value: Any) -> str:
+    """An axis value as tidy.csv writes it (protolab.results.display.axis_str, which the model cannot import)."""
+    if isinstance(value, dict) and isinstance(value.get("name"), str):
+        return value["name"]
+    if isinstance(value, (dict, list)) or value is None:
+        return json.dumps(value, sort_keys=True)
+    return str(value)
+
+
 class CheckedExperiment(Protocol):
-    """What a check needs of an experiment (protolab.spec.Experiment is one): its checks."""
+    """What a check needs of an experiment (protolab.spec.Experiment is one): its checks, and its derived
+    results (for checks of a derived value)."""
 
     @property
     def checks(self) -> Sequence[Check]: ...
+
+    @property
+    def derived(self) -> Derived: ...
 
 
 class SweepPoint(Protocol):
