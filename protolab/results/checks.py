@@ -3,18 +3,26 @@
 A check bounds the mean over a sweep point's repetitions of one tidy column. It applies to the points
 whose axis values match its `where` (compared as strings, so `where: {rate: 10Mbit}` and YAML numbers
 both work). A column that was not measured at a point fails the check with `measured: null`.
+
+A check of a derived result (`derived:`, see derived.py) is one entry for the whole sweep: every row of the
+sum or ratio (every group of the fit) that matches its `where` must be within the bounds; the entry records
+the worst row (the one furthest outside, or closest to a bound), how many rows there were and how many failed.
+No matching row, or a row without a value, fails it.
 """
 
 from __future__ import annotations
 
+import math
 from collections import defaultdict
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 from ..model.report import Check, SweepPoint
 from ..stats import clean, describe, mean
+from .derived import DerivedData
 from .display import axis_str
 from .store import SCHEMA_VERSION
+from .sweep import Sweep
 
 
 def applies(check: Check, values: Mapping[str, Any]) -> bool:
@@ -33,14 +41,16 @@ def evaluate(points: Sequence[SweepPoint], rows: Iterable[Mapping[str, Any]]) ->
     """The summary's "checks" list: one entry per (point, check that applies there), points in index order.
 
     `points[i].experiment.checks` are the checks already substituted for that point. `rows` are tidy rows
-    (as read_tidy returns them, or as written) with a `point` id.
+    (as read_tidy returns them, or as written) with a `point` id. Checks of derived results follow, one entry
+    each (derived_checks), from the first point's experiment.
     """
+    rows = list(rows)
     by_point = _by_point(rows)
     out: list[dict[str, Any]] = []
     for p in sorted(points, key=lambda p: p.index):
         prow = by_point.get(p.id, [])
         for c in p.experiment.checks:
-            if not applies(c, p.values):
+            if c.derived is not None or not applies(c, p.values):
                 continue
             if c.trials is not None:
                 measured, lo, hi, passed = _binomial(c, prow)
@@ -64,7 +74,68 @@ def evaluate(points: Sequence[SweepPoint], rows: Iterable[Mapping[str, Any]]) ->
                     ),
                 }
             )
-    return out
+    return out + derived_checks(points, rows)
+
+
+def sweep_of(points: Sequence[SweepPoint]) -> Sweep:
+    """The sweep as these points span it: axes and values in sweep (index) order, as strings."""
+    ordered = sorted(points, key=lambda p: p.index)
+    axes = list(ordered[0].values) if ordered else []
+    values: dict[str, list[str]] = {a: [] for a in axes}
+    pv = {}
+    for p in ordered:
+        pv[p.id] = {a: axis_str(v) for a, v in p.values.items()}
+        for a, v in pv[p.id].items():
+            if v not in values.setdefault(a, []):
+                values[a].append(v)
+    return Sweep(axes, values, pv)
+
+
+def derived_checks(points: Sequence[SweepPoint], rows: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
+    """One entry per check of a derived result (the first point's experiment's checks and derived results)."""
+    if not points:
+        return []
+    experiment = min(points, key=lambda p: p.index).experiment
+    wanted = [c for c in experiment.checks if c.derived is not None]
+    if not wanted:
+        return []
+    data = DerivedData.build(experiment.derived, sweep_of(points), rows)
+    return [derived_entry(c, data) for c in wanted]
+
+
+def derived_entry(c: Check, data: DerivedData) -> dict[str, Any]:
+    """A derived check's summary entry: the worst row's point, values and value, the bound, rows and failures."""
+    lo, hi = c.bounds()
+
+    def margin(v: float | None) -> float:
+        if v is None:
+            return -math.inf
+        return min(v - lo if lo is not None else math.inf, hi - v if hi is not None else math.inf)
+
+    unknown = None
+    try:
+        rows = data.check_rows(c)
+    except ValueError as exc:  # a derived name the spec lacks (spec.load refuses it; a hand-made summary may not)
+        rows, unknown = [], str(exc)
+    worst = min(rows, key=lambda r: margin(r[2]), default=None)
+    failed = sum(1 for r in rows if margin(r[2]) < 0)
+    entry = {
+        "name": c.name,
+        "point": (worst[0] if worst else None) or "",
+        "values": dict(worst[1]) if worst else {},
+        "column": c.derived if c.field is None else f"{c.derived}.{c.field}",
+        "derived": c.derived,
+        "field": c.field,
+        "measured": worst[2] if worst else None,
+        "bound": {"min": lo, "max": hi},
+        "passed": bool(rows) and failed == 0,
+        "rows": len(rows),
+        "rows_failed": failed,
+        "why": (worst[3] if worst and worst[2] is None else None) if rows else unknown or "no row matches",
+    }
+    if unit := data.unit_column(c):
+        entry["unit_column"] = unit
+    return entry
 
 
 def binomial_interval(events: int, trials: int, confidence: float) -> tuple[float, float]:

@@ -1,4 +1,5 @@
-"""Plots of a run: plots/<name>.png, bar or line charts (matplotlib, Agg), one panel per y column."""
+"""Plots of a run: plots/<name>.png, bar or line charts (matplotlib, Agg), one panel per y column; scatter plots
+of columns and derived results across points (derived.py), with derived fits drawn."""
 
 from __future__ import annotations
 
@@ -12,6 +13,7 @@ from matplotlib.ticker import StrMethodFormatter
 
 from ..model.report import Plot
 from ..stats import clean, describe
+from .derived import DerivedData, fit_displays, matches
 from .display import Display, parse_axis_value, quantity_name, unit_family
 from .sweep import Row, Sweep, only_where, pooled_note, where_note
 
@@ -256,3 +258,88 @@ def _line(ax: Any, spec: Plot, sweep: Sweep, rows: Sequence[Row], column: str, d
     lo, hi = ax.get_ylim()
     if ax.get_yscale() == "linear" and 0 < lo < 0.5 * hi:
         ax.set_ylim(bottom=0)
+
+
+def scatter_png(spec: Plot, data: DerivedData) -> bytes:
+    """One y against one x (tidy columns, derived sums or ratios): a dot per point or ratio row, its area from
+    `size`, its text from the `label` axis, a colour per `group` value, and the lines of a derived `fit` with
+    their equations in the legend. ValueError when there is nothing to draw."""
+    y = spec.y[0]
+    names = [spec.x, y, *([spec.size] if spec.size else [])]
+    recs = [r for r in data.records(names) if matches(spec.where, r.values)]
+    for a in (spec.group, spec.label):
+        if a is not None and recs and a not in recs[0].values:
+            raise ValueError(f"{a!r} is not an axis of these rows (axes: {list(recs[0].values)})")
+    drawn = [r for r in recs if r.fields[spec.x] is not None and r.fields[y] is not None]
+    if not drawn:
+        only = f" with {where_note(spec.where)}" if spec.where else ""
+        raise ValueError(f"no point has both {spec.x} and {y}{only}")
+    if spec.fit and data.spec.kind(spec.fit) != "fit":
+        raise ValueError(f"fit {spec.fit!r} is not a derived fit")
+    fit = data.spec.fit(spec.fit) if spec.fit else None
+    fit_res = data.fits.get(spec.fit, []) if spec.fit else []
+    xdisp = Display.for_column(spec.x, [r.fields[spec.x] for r in drawn])
+    ydisp = Display.for_column(y, [r.fields[y] for r in drawn])
+    if fit is not None:  # the fit's units where it is drawn over the same columns
+        fx, fy = fit_displays(data, fit)
+        xdisp, ydisp = (fx if fit.x == spec.x else xdisp), (fy if fit.y == y else ydisp)
+    groups: list[str | None] = [None]
+    if spec.group:
+        present = {r.values.get(spec.group) for r in drawn}
+        groups = [v for v in data.sweep.values.get(spec.group, []) if v in present]
+    colors = {g: PALETTE[i % len(PALETTE)] for i, g in enumerate(groups)}
+    sizes = clean(r.fields.get(spec.size) for r in drawn) if spec.size else []
+    top = max((abs(s) for s in sizes), default=0.0)
+
+    def area(r: Any) -> float:
+        v = r.fields.get(spec.size) if spec.size else None
+        return 60.0 if v is None or top == 0 else 25.0 + 575.0 * abs(v) / top
+
+    fig = Figure(figsize=(9.0, 6.0), dpi=110, layout="constrained")
+    ax = fig.subplots()
+    fig.suptitle(spec.title, fontsize=13, fontweight="bold")
+    for gi, g in enumerate(groups):
+        sub = [r for r in drawn if g is None or r.values.get(spec.group or "") == g]
+        ax.scatter([r.fields[spec.x] * xdisp.scale for r in sub], [r.fields[y] * ydisp.scale for r in sub],
+                   s=[area(r) for r in sub], color=colors[g], alpha=0.55, edgecolors="#333333", linewidths=0.6,
+                   marker=MARKERS[gi % len(MARKERS)] if not spec.size else "o", zorder=3,
+                   label=g if g is not None else quantity_name(y))  # fmt: skip
+        if spec.label:
+            for r in sub:
+                xy = (r.fields[spec.x] * xdisp.scale, r.fields[y] * ydisp.scale)
+                ax.annotate(r.values.get(spec.label, ""), xy, xytext=(5, 4), textcoords="offset points", fontsize=8,
+                            color="#333333", zorder=4)  # fmt: skip
+    for k, res in enumerate(fit_res):
+        if res.c0 is None or res.c1 is None or not res.residuals:
+            continue
+        xs = [e.x for e in res.residuals]
+        lo, hi = min(xs), max(xs)
+        same_groups = fit is not None and spec.group == fit.group
+        color = colors.get(res.group, REFERENCE_COLOR) if same_groups else REFERENCE_COLOR
+        c0, c1 = res.c0 * ydisp.scale, res.c1 * ydisp.scale / xdisp.scale
+        sign = "+" if c1 >= 0 else "−"
+        r2 = f"{res.r2:.3f}" if res.r2 is not None else "?"
+        head = f"{res.group}: " if res.group is not None else "fit: "
+        ax.plot([lo * xdisp.scale, hi * xdisp.scale], [c0 + c1 * lo * xdisp.scale, c0 + c1 * hi * xdisp.scale],
+                ls="--" if k % 2 == 0 else "-.", lw=1.6, color=color, zorder=2,
+                label=f"{head}y = {c0:.4g} {sign} {abs(c1):.4g}·x (r² = {r2}, n = {res.n})")  # fmt: skip
+    xl, yl = quantity_name(spec.x) if xdisp.family else spec.x, quantity_name(y) if ydisp.family else y
+    ax.set_xlabel(f"{xl} ({xdisp.unit})" if xdisp.unit else xl)
+    ax.set_ylabel(_ylabel(spec, y, ydisp) if spec.ylabel else (f"{yl} ({ydisp.unit})" if ydisp.unit else yl))
+    _style(ax)
+    ax.grid(axis="x", color="#eeeeee", linewidth=0.8)
+    ax.legend(title=spec.group, loc="upper left", bbox_to_anchor=(1.01, 1.0), frameon=False, fontsize=8,
+              markerscale=0.6 if spec.size else 1.0)  # fmt: skip
+    notes = [f"only {where_note(spec.where)}"] if spec.where else []
+    notes.append("each dot the mean over a point's repetitions" if data.spec.ratio_axis(names) is None
+                 else f"a dot per row of {', '.join(n for n in names if data.spec.kind(n) == 'ratio')}")  # fmt: skip
+    if spec.size:
+        notes.append(f"area ∝ {spec.size}")
+    if left := len(recs) - len(drawn):
+        notes.append(f"{left} left out (no {spec.x} or {y})")
+    if spec.fit and not any(r.c0 is not None for r in fit_res):
+        notes.append(f"fit {spec.fit}: no line")
+    ax.set_title("; ".join(notes), fontsize=9, color="#555555", loc="left")
+    buf = io.BytesIO()
+    fig.savefig(buf, format="png", metadata={"Software": None})
+    return buf.getvalue()

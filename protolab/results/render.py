@@ -8,7 +8,8 @@ sweep.py reads it from the manifest and the tidy rows.
 - tables/<name>.csv: one row per combination of the table's `rows` axes (sweep order), per column
   `<column>_mean`, `<column>_sd`, `<column>_n` in base units (for programs).
 - tables/<name>.md: the same for people: Mbit/s, %, ms, `mean ± sd` when n > 1.
-- plots/<name>.png: bar or line charts (matplotlib, Agg), one panel per y column.
+- plots/<name>.png: bar or line charts (matplotlib, Agg), one panel per y column; scatter plots.
+- derived.json, tables/derived-<name>.csv and .md: the spec's `derived:` sums, ratios and fits (derived.py).
 - report.html: one self-contained file (CSS inline, plots as data URIs, no external references).
 
 When a table's `rows` (or a plot's `x`/`group`) combine fewer axes than the sweep has, the values of
@@ -23,18 +24,44 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from ..model.report import Knee, Plot, Table
+from ..model.report import Derived, Knee, Plot, Table
 from .compare import COMPARE_DIR
-from .plots import plot_png
+from .derived import DERIVED, DerivedData, DerivedTable
+from .plots import plot_png, scatter_png
 from .rawplots import raw_plot_png
 from .report_html import report_html
 from .seedtables import load_for_run
-from .store import RAW, SUMMARY, TIDY, ResultsError, load_json, load_manifest, read_raw, read_tidy
+from .store import RAW, SUMMARY, TIDY, ResultsError, load_json, load_manifest, read_raw, read_tidy, write_json
 from .sweep import Sweep
 from .tables import KneeData, TableData
 from .timeline import fault_timeline_png
 
 log = logging.getLogger(__name__)
+
+
+def _derived(run_dir: Path, spec: dict[str, Any], sweep: Sweep, rows: list[dict[str, Any]], plots: list[Plot],
+             problems: list[str]) -> tuple[DerivedData, list[Path]]:  # fmt: skip
+    """The spec's derived results (empty without `derived:`), and derived.json and their tables written."""
+    given = spec.get("derived")
+    try:
+        dspec = Derived.model_validate(given or {})
+    except ValidationError as exc:
+        problems.append(f"derived: invalid: {exc.errors()[0]['msg']}")
+        dspec, given = Derived(), None
+    problems += [f"derived: {why}" for why in dspec.problems(spec.get("sweep") or {}, (), plots)]
+    data = DerivedData.build(dspec, sweep, rows)
+    problems += [f"derived: {why}" for why in data.problems]
+    if not given:
+        return data, []
+    written = [write_json(run_dir / DERIVED, data.to_json())]
+    for t in data.tables():
+        files = {**t.csv, f"{t.stem}.md": t.markdown_text()}
+        for name, text in files.items():
+            path = run_dir / "tables" / name
+            path.parent.mkdir(exist_ok=True)
+            path.write_text(text, encoding="utf-8")
+            written.append(path)
+    return data, written
 
 
 def _parse_items(model: type[Table] | type[Plot] | type[Knee], items: Any, what: str, problems: list[str]) -> list[Any]:
@@ -48,7 +75,8 @@ def _parse_items(model: type[Table] | type[Plot] | type[Knee], items: Any, what:
 
 
 def render_all(run_dir: Path) -> list[Path]:
-    """Write tables/<name>.csv and .md, plots/<name>.png and report.html; return the paths written.
+    """Write tables/<name>.csv and .md, derived.json and its tables (with `derived:`), plots/<name>.png and
+    report.html; return the paths written.
 
     Reads only manifest.json, tidy.csv and summary.json. A table or plot that cannot be drawn (e.g. it
     names an axis the sweep lacks) is left out with a warning, logged and shown in the report.
@@ -100,14 +128,21 @@ def render_all(run_dir: Path) -> list[Path]:
             path.write_text(text, encoding="utf-8")
             written.append(path)
 
+    plot_specs = _parse_items(Plot, spec.get("plots"), "plots", problems)
+    derived, files = _derived(run_dir, spec, sweep, rows, plot_specs, problems)
+    written += files
+    derived_tables: list[DerivedTable] = derived.tables() if spec.get("derived") else []
+
     plots: list[tuple[Plot, bytes]] = []
     raw: list[dict[str, Any]] | None = None
-    for p in _parse_items(Plot, spec.get("plots"), "plots", problems):
+    for p in plot_specs:
         try:
             if p.kind in ("ccdf", "series"):
                 if raw is None:
                     raw = read_raw(run_dir / RAW) if (run_dir / RAW).exists() else []
                 png = raw_plot_png(p, sweep, raw)
+            elif p.kind == "scatter":
+                png = scatter_png(p, derived)
             else:
                 png = plot_png(p, sweep, rows)
         except ValueError as exc:
@@ -140,7 +175,7 @@ def render_all(run_dir: Path) -> list[Path]:
         except ResultsError as exc:
             problems.append(f"comparison with the reference: {exc}")
     labs = [(p.stem, p.read_bytes()) for p in sorted((run_dir / "labs").glob("*.svg"))]
-    html = report_html(manifest, summary, tables, plots, sweep, problems, comparison, labs)
+    html = report_html(manifest, summary, tables, plots, sweep, problems, comparison, labs, derived_tables)
     path = run_dir / "report.html"
     path.write_text(html, encoding="utf-8")
     written.append(path)

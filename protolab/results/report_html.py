@@ -15,6 +15,7 @@ from jinja2 import Environment, FileSystemLoader, StrictUndefined
 from ..model.report import Plot
 from ..stats import clean
 from . import compare
+from .derived import DerivedTable
 from .display import Display, axis_str
 from .sweep import Sweep
 from .tables import TableData
@@ -39,15 +40,22 @@ def _check_rows(summary: Mapping[str, Any], sweep: Sweep) -> list[dict[str, Any]
         bound = c.get("bound") or {}
         lo, hi = bound.get("min"), bound.get("max")
         binomial = c.get("trials_column") is not None  # measured is a proportion; the bound is its interval
-        column = f"{c['column']}_as_ratio" if binomial else c["column"]
+        column = f"{c['column']}_as_ratio" if binomial else c.get("unit_column") or c["column"]
         disp = Display.for_column(column, [v for v in (c.get("measured"), lo, hi) if v is not None])
         values = {k: axis_str(v) for k, v in (c.get("values") or {}).items()}
+        label = sweep.point_labels.get(c.get("point", "")) or ", ".join(f"{k}={v}" for k, v in values.items())
+        derived = c.get("derived") is not None  # one entry for all the rows of a derived result: the worst
+        if derived:
+            label = (f"worst of {c.get('rows', 0)}: " + (", ".join(f"{k}={v}" for k, v in values.items()) or "all")
+                     + (f" ({c['why']})" if c.get("why") else ""))  # fmt: skip
         out.append(
             {
                 "name": c["name"],
                 "point": c.get("point", ""),
-                "label": sweep.point_labels.get(c.get("point", "")) or ", ".join(f"{k}={v}" for k, v in values.items()),
+                "label": label,
                 "column": c["column"],
+                "n": int(c.get("rows", 0)) if derived else 1,
+                "n_passed": int(c.get("rows", 0)) - int(c.get("rows_failed", 0)) if derived else int(bool(c["passed"])),
                 "measured": disp.with_unit(c.get("measured")) if c.get("measured") is not None else "not measured",
                 "bound": (
                     f"{disp.with_unit(c.get('target'))} inside the {100 * (c.get('confidence') or 0):g}% interval "
@@ -64,7 +72,8 @@ def _check_rows(summary: Mapping[str, Any], sweep: Sweep) -> list[dict[str, Any]
 
 
 def _check_groups(rows: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
-    """One line per check over all the points it ran at (failures first): how many passed, the measured range."""
+    """One line per check over all the points (a derived check: the rows) it ran at, failures first: how many
+    passed, the measured range."""
     groups: dict[tuple[str, str], list[Mapping[str, Any]]] = {}
     for r in rows:
         groups.setdefault((r["name"], r["column"]), []).append(r)
@@ -85,13 +94,14 @@ def _check_groups(rows: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
             {
                 "name": name,
                 "column": column,
-                "points": len(rs),
-                "passed": sum(1 for r in rs if r["passed"]),
+                "points": sum(r["n"] for r in rs),
+                "passed": sum(r["n_passed"] for r in rs),
+                "ok": all(r["passed"] for r in rs),
                 "measured": measured,
                 "bound": bounds[0] if len(bounds) == 1 else "per point",
             }
         )
-    return sorted(out, key=lambda g: g["passed"] == g["points"])
+    return sorted(out, key=lambda g: g["ok"])
 
 
 def _stat_rows(summary: Mapping[str, Any], sweep: Sweep) -> list[dict[str, str]]:
@@ -194,9 +204,11 @@ def report_html(
     problems: Sequence[str] = (),
     comparison: Mapping[str, Any] | None = None,
     labs: Sequence[tuple[str, bytes]] = (),
+    derived: Sequence[DerivedTable] = (),
 ) -> str:
     """`comparison`: the run's compare/compare.json (its comparison with the committed reference), if any;
-    `labs`: each deployed lab's drawing (name, SVG), as the run wrote it into labs/."""
+    `labs`: each deployed lab's drawing (name, SVG), as the run wrote it into labs/; `derived`: the spec's
+    derived sums, ratios and fits."""
     env = Environment(
         loader=FileSystemLoader(str(TEMPLATES)),
         autoescape=True,
@@ -248,6 +260,20 @@ def report_html(
                 "seed_note": t.seed_note,
             }
             for t in tables
+        ],
+        "derived": [
+            {
+                "name": d.name,
+                "title": d.title,
+                "lines": d.lines,
+                "headers": d.headers,
+                "classes": d.classes,
+                "rows": d.cells,
+                "note": d.note,
+                "files": [*d.csv, f"{d.stem}.md"],
+                "collapsed": d.kind != "ratio",  # a row per point: below the fit's lines, or folded
+            }
+            for d in derived
         ],
         "plots": [
             {"name": p.name, "title": p.title, "src": "data:image/png;base64," + base64.b64encode(png).decode()}
