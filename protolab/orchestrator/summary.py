@@ -78,7 +78,10 @@ def print_summary(summary: dict[str, Any], path: Path) -> None:
     for c in summary["checks"]:
         if not c["passed"]:
             where = ", ".join(f"{k}={axis_str(v)}" for k, v in c["values"].items())
-            print(f"  FAILED {c['name']} at {c['point']} ({where}): measured {c['measured']}, bound {c['bound']}")
+            at = " ".join(filter(None, [c.get("point"), f"({where})" if where else ""]))
+            at = f" at {at}" if at else ""
+            what = f"{c['derived']}: " if c.get("derived") else ""
+            print(f"  FAILED {c['name']}{at}: {what}measured {c['measured']}, bound {c['bound']}")
     for r in summary["invalid_reasons"]:
         print(f"  invalid: {r}")
     for r in summary.get("skipped", []):
