@@ -413,11 +413,12 @@ def _sum_table(data: DerivedData, s: DerivedSum) -> DerivedTable:
     axes = data.sweep.axes
     rows = data.sums[s.name]
     formula = " + ".join(f"{w:g} × {c}" for c, w in s.of.items())
-    cells = [[r.values.get(a, "") for a in axes] + [_g(r.fields[s.name])] for r in rows]
+    disp = Display.for_column(s.name, [r.fields[s.name] for r in rows])
+    cells = [[r.values.get(a, "") for a in axes] + [disp.number(r.fields[s.name])] for r in rows]
     return DerivedTable(
         s.name,
         f"{s.name} = {formula}",
-        [*axes, s.name],
+        [*axes, s.name + (f" ({disp.unit})" if disp.unit else "")],
         [""] * len(axes) + ["num"],
         cells,
         f"Per point, each column first the mean over the point's repetitions; {MISSING} = a column not measured.",
@@ -438,11 +439,13 @@ def _ratio_table(data: DerivedData, r: DerivedRatio) -> DerivedTable:
     disp = Display.for_column(r.column, [v for row in rows for v in (row.numerator[1], row.denominator[1])])
     unit = f" ({disp.unit})" if disp.unit else ""
     sums = [s.name for s in data.spec.sums]
+    sdisp = {s: Display.for_column(s, [row.sums.get(s) for row in rows]) for s in sums}
     why = any(row.why for row in rows)
-    headers = [*others, f"{r.column} at {r.axis}={num}{unit}", f"at {r.axis}={den}{unit}", r.name, *sums]
+    headers = [*others, f"{r.column} at {r.axis}={num}{unit}", f"at {r.axis}={den}{unit}", r.name,
+               *(s + (f" ({sdisp[s].unit})" if sdisp[s].unit else "") for s in sums)]  # fmt: skip
     cells = [
         [*(row.values.get(a, "") for a in others), disp.number(row.numerator[1]), disp.number(row.denominator[1]),
-         _g(row.value), *(_g(row.sums.get(s)) for s in sums)] + ([row.why or ""] if why else [])
+         _g(row.value), *(sdisp[s].number(row.sums.get(s)) for s in sums)] + ([row.why or ""] if why else [])
         for row in rows
     ]  # fmt: skip
     formula = f"{r.column}[{r.axis}={num}] / {r.column}[{r.axis}={den}]" + (" - 1" if r.minus_one else "")
