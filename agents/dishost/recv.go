@@ -60,9 +60,7 @@ func (s *Stats) Merge(o *Stats) {
 	}
 	s.Delay.Merge(&o.Delay)
 	s.Decode.Merge(&o.Decode)
-	s.Leaves.Integers += o.Leaves.Integers
-	s.Leaves.Reals += o.Leaves.Reals
-	s.Leaves.OctetStrings += o.Leaves.OctetStrings
+	s.Leaves.Add(o.Leaves)
 	s.Skinny.Matched += o.Skinny.Matched
 	s.Skinny.Fallback += o.Skinny.Fallback
 }
@@ -203,9 +201,7 @@ func (p *Processor) countLeaves(h dis.Header, msg dis.PDU) {
 		c = syntax.Compose(msg)
 		p.leaves[k] = c
 	}
-	p.Stats.Leaves.Integers += c.Integers
-	p.Stats.Leaves.Reals += c.Reals
-	p.Stats.Leaves.OctetStrings += c.OctetStrings
+	p.Stats.Leaves.Add(c)
 }
 
 // Expire removes entities silent for EntityTimeout, counting them.

@@ -249,6 +249,13 @@ type Composition struct {
 	Integers, Reals, OctetStrings int
 }
 
+// Add adds o's counts to c.
+func (c *Composition) Add(o Composition) {
+	c.Integers += o.Integers
+	c.Reals += o.Reals
+	c.OctetStrings += o.OctetStrings
+}
+
 // Compose counts p's leaf values by walking it.
 func Compose(p dis.PDU) Composition {
 	var c counter

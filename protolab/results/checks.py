@@ -13,13 +13,12 @@ No matching row, or a row without a value, fails it.
 from __future__ import annotations
 
 import math
-from collections import defaultdict
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 from ..model.report import Check, SweepPoint
 from ..stats import clean, describe, mean
-from .derived import DerivedData
+from .derived import DerivedData, group_by_point
 from .display import axis_str
 from .store import SCHEMA_VERSION
 from .sweep import Sweep
@@ -30,13 +29,6 @@ def applies(check: Check, values: Mapping[str, Any]) -> bool:
     return all(k in values and axis_str(values[k]) == axis_str(v) for k, v in check.where.items())
 
 
-def _by_point(rows: Iterable[Mapping[str, Any]]) -> dict[str, list[Mapping[str, Any]]]:
-    out: dict[str, list[Mapping[str, Any]]] = defaultdict(list)
-    for r in rows:
-        out[str(r["point"])].append(r)
-    return out
-
-
 def evaluate(points: Sequence[SweepPoint], rows: Iterable[Mapping[str, Any]]) -> list[dict[str, Any]]:
     """The summary's "checks" list: one entry per (point, check that applies there), points in index order.
 
@@ -45,7 +37,7 @@ def evaluate(points: Sequence[SweepPoint], rows: Iterable[Mapping[str, Any]]) ->
     each (derived_checks), from the first point's experiment.
     """
     rows = list(rows)
-    by_point = _by_point(rows)
+    by_point = group_by_point(rows)
     out: list[dict[str, Any]] = []
     for p in sorted(points, key=lambda p: p.index):
         prow = by_point.get(p.id, [])
@@ -164,7 +156,7 @@ def statistics(rows: Iterable[Mapping[str, Any]], columns: Sequence[str]) -> dic
     Every point that has rows gets every listed column (n=0 when never measured there). Points appear in
     the order of their first row.
     """
-    by_point = _by_point(rows)
+    by_point = group_by_point(rows)
     return {pid: {c: describe(clean(r.get(c) for r in prow)) for c in columns} for pid, prow in by_point.items()}
 
 

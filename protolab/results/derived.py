@@ -18,7 +18,7 @@ import csv
 import io
 import math
 from collections import defaultdict
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -89,6 +89,14 @@ class FitResult:
         return {"c0": self.c0, "c1": self.c1, "r2": self.r2}[name]
 
 
+def group_by_point(rows: Iterable[Row]) -> dict[str, list[Row]]:
+    """Tidy rows grouped by their point id, in row order."""
+    out: dict[str, list[Row]] = defaultdict(list)
+    for r in rows:
+        out[str(r["point"])].append(r)
+    return dict(out)
+
+
 def _finite(v: Any) -> float | None:
     return float(v) if v is not None and math.isfinite(float(v)) else None
 
@@ -113,10 +121,7 @@ class DerivedData:
 
     @classmethod
     def build(cls, spec: Derived, sweep: Sweep, rows: Sequence[Row]) -> DerivedData:
-        by_point: dict[str, list[Row]] = defaultdict(list)
-        for r in rows:
-            by_point[str(r["point"])].append(r)
-        data = cls(spec, sweep, dict(by_point))
+        data = cls(spec, sweep, group_by_point(rows))
         for s in spec.sums:
             data.sums[s.name] = [Record(pid, vals, {s.name: data._sum(s, pid)}) for pid, vals in data.points()]
         for r in spec.ratios:

@@ -56,19 +56,11 @@ class Exp:
     derived: Derived = field(default_factory=Derived)
 
 
-@dataclass
-class Pt:
-    index: int
-    values: dict[str, Any]
-    experiment: Exp
-
-    @property
-    def id(self) -> str:
-        return f"p{self.index:03d}"
+Pt = spec.Point  # around a stand-in experiment (Exp): its checks and derived results are all evaluate() reads
 
 
 def points(checks=(), derived=DERIVED) -> list[Pt]:
-    exp = Exp([Check.model_validate(c) for c in checks], Derived.model_validate(derived))
+    exp: Any = Exp([Check.model_validate(c) for c in checks], Derived.model_validate(derived))
     return [Pt(i, dict(zip(SWEEP, c, strict=True)), exp) for i, c in enumerate(itertools.product(*SWEEP.values()))]
 
 
