@@ -55,13 +55,19 @@ def _derived(run_dir: Path, spec: dict[str, Any], sweep: Sweep, rows: list[dict[
         return data, []
     written = [write_json(run_dir / DERIVED, data.to_json())]
     for t in data.tables():
-        files = {**t.csv, f"{t.stem}.md": t.markdown_text()}
-        for name, text in files.items():
-            path = run_dir / "tables" / name
-            path.parent.mkdir(exist_ok=True)
-            path.write_text(text, encoding="utf-8")
-            written.append(path)
+        written += _write_tables(run_dir, {**t.csv, f"{t.stem}.md": t.markdown_text()})
     return data, written
+
+
+def _write_tables(run_dir: Path, files: dict[str, str]) -> list[Path]:
+    """tables/<name> for each name -> text; the paths written."""
+    (run_dir / "tables").mkdir(exist_ok=True)
+    out = []
+    for name, text in files.items():
+        path = run_dir / "tables" / name
+        path.write_text(text, encoding="utf-8")
+        out.append(path)
+    return out
 
 
 def _parse_items(model: type[Table] | type[Plot] | type[Knee], items: Any, what: str, problems: list[str]) -> list[Any]:
@@ -109,11 +115,7 @@ def render_all(run_dir: Path) -> list[Path]:
             problems.append(f"table {t.name}: {exc}")
             continue
         tables.append(data)
-        for ext, text in (("csv", data.csv_text()), ("md", data.markdown_text())):
-            path = run_dir / "tables" / f"{t.name}.{ext}"
-            path.parent.mkdir(exist_ok=True)
-            path.write_text(text, encoding="utf-8")
-            written.append(path)
+        written += _write_tables(run_dir, {f"{t.name}.csv": data.csv_text(), f"{t.name}.md": data.markdown_text()})
 
     for k in _parse_items(Knee, spec.get("knees"), "knees", problems):
         try:
@@ -122,11 +124,7 @@ def render_all(run_dir: Path) -> list[Path]:
             problems.append(f"knee {k.name}: {exc}")
             continue
         tables.append(data)
-        for ext, text in (("csv", data.csv_text()), ("md", data.markdown_text())):
-            path = run_dir / "tables" / f"{k.name}.{ext}"
-            path.parent.mkdir(exist_ok=True)
-            path.write_text(text, encoding="utf-8")
-            written.append(path)
+        written += _write_tables(run_dir, {f"{k.name}.csv": data.csv_text(), f"{k.name}.md": data.markdown_text()})
 
     plot_specs = _parse_items(Plot, spec.get("plots"), "plots", problems)
     derived, files = _derived(run_dir, spec, sweep, rows, plot_specs, problems)
