@@ -261,6 +261,7 @@ class Lab:
         t1 = time.monotonic()
         self._build_network()
         self._configure_hosts()
+        self._resolve_neighbors()
         self._impair()
         self.timings = {"containers_seconds": t1 - t0, "network_seconds": time.monotonic() - t1}
 
@@ -457,6 +458,29 @@ class Lab:
                 for c in v6[h.name]:
                     if c.split()[4].split("/")[0] not in out:
                         raise LabError(f"{h.name}: address {c.split()[4]} missing after configuration:\n{out}")
+
+    def _resolve_neighbors(self) -> None:
+        """Every node pings each address on its subnets once, over IPv4 and IPv6, before any impairment: the
+        ARP and neighbor caches then hold each other as on a network already running. Otherwise the first
+        packet of a workload waits for resolution across an impaired link, and a lost neighbor solicitation
+        holds it (and all queued behind it) for the kernel's 1 s retransmit (seen: an IPv6 echo averaging
+        96 ms over a 10 ms link). Entries only go stale afterwards, and a stale entry still sends at once."""
+        t = self.topology
+        addrs = [
+            (n, ip) for lk in t.links for n, ip in ((lk.node1, lk.ip1), (lk.node2, lk.ip2)) if ip and n in self.net
+        ]
+        for h in t.hosts:
+            if h.name not in self.net:
+                continue
+            mine = {ipaddress.ip_interface(ip).network for n, ip in addrs if n == h.name}
+            peers = sorted({ip for n, ip in addrs if n != h.name and ipaddress.ip_interface(ip).network in mine})
+            targets = [("", str(ipaddress.ip_interface(ip).ip)) for ip in peers]
+            if t.ipv6:
+                targets += [("-6 ", str(ipaddress.ip_interface(topo.v6_address(ip)).ip)) for ip in peers]
+            if targets:
+                self.net.get(h.name).cmd(
+                    " ".join(f"ping {f}-c 1 -W 1 -q {a} >/dev/null 2>&1 &" for f, a in targets) + " wait"
+                )
 
     def node_sysctls(self) -> dict[str, dict[str, str]]:
         """Each node's kernel settings as its container was started with them (for the manifest)."""

@@ -52,6 +52,10 @@ def test_a_lab_has_ipv6_twins_routes_impairments_and_a_v6_self_check(tmp_path, n
         assert ["fd00:10:0:2::/80", "fd00:10:0:1::3"] in h1["routes6"], h1
         addrs = protolab("exec", "h3", "--", "ip", "-6", "-br", "addr", "show", "scope", "global").stdout
         assert "fd00:10:0:2::2/80" in addrs, addrs
+        # before any traffic, the router already knows h3 on both families (resolved before the impairments)
+        for family, addr in (("-4", "10.0.2.2"), ("-6", "fd00:10:0:2::2")):
+            neigh = protolab("exec", "r1", "--", "ip", family, "neigh", "show", addr).stdout
+            assert "lladdr" in neigh, (family, neigh)
 
         # across the router over IPv6, with the file's 20 ms on r1 -> h3
         loss, rtt = _ping("h1", "fd00:10:0:2::2")
