@@ -11,6 +11,7 @@ prefixed with `plab-` (see `protolab.naming`), which is how `protolab clean` fin
 
 from __future__ import annotations
 
+import contextlib
 import importlib.util
 import ipaddress
 import sys
@@ -21,6 +22,7 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from .errors import SpecError
 from .model.impairment import LinkImpairment
 from .registry import Registry
 from .units import BitsPerSecond
@@ -105,15 +107,117 @@ class Topology:
         return [(v6_network(dst), str(ipaddress.ip_interface(v6_address(known[gw])).ip))
                 for dst, gw in host.routes if gw in known]  # fmt: skip
 
-    def validate(self) -> None:
+    def validate(self, where: str | None = None) -> None:
+        """The one check every topology passes before it is built: a file's after resolution, a generator's output,
+        a node filter's result. Raises TopologyError, "<where>: invalid topology" and one line per problem."""
+        if problems := self.problems():
+            where = where or f"topology {self.kind}"
+            raise TopologyError(f"{where}: invalid topology\n  " + "\n  ".join(problems))
+
+    def problems(self) -> list[str]:
+        """What would stop this topology from being built as given (empty: nothing)."""
+        out: list[str] = []
         names = self.node_names()
-        dup = {n for n in names if names.count(n) > 1}
-        if dup:
-            raise ValueError(f"topology {self.kind}: duplicate node names {sorted(dup)}")
-        for link in self.links:
-            for n in (link.node1, link.node2):
-                if n not in names:
-                    raise ValueError(f"topology {self.kind}: link {link.node1}-{link.node2} names unknown node {n}")
+        known = set(names)
+        if dup := sorted({n for n in names if names.count(n) > 1}):
+            out.append(f"nodes: {dup} named twice (a duplicate name)")
+        bridges = {s.name: s for s in self.switches}
+        containers = {h.name for h in self.hosts}
+        for s in self.switches:
+            if s.mode == "hub" and not s.capacity_bps:
+                out.append(f"hub {s.name}: no capacity (the shared medium's rate, e.g. 10Mbit)")
+        pairs: set[frozenset[str]] = set()
+        hub_of: dict[str, str] = {}
+        addrs: dict[str, str] = {}  # IPv4 address -> where it is
+        for lk in self.links:
+            what = f"link {lk.node1}-{lk.node2}"
+            if missing := [n for n in (lk.node1, lk.node2) if n not in known]:
+                out += [f"{what}: no node {n!r} (nodes: {', '.join(sorted(known))})" for n in missing]
+                continue
+            if lk.node1 == lk.node2:
+                out.append(f"{what}: a link joins two different nodes")
+            key = frozenset((lk.node1, lk.node2))
+            if key in pairs:
+                out.append(f"{what}: the two nodes are joined twice (one link per pair)")
+            pairs.add(key)
+            ends = [bridges.get(lk.node1), bridges.get(lk.node2)]
+            if all(ends) and "hub" in (ends[0].mode, ends[1].mode):  # type: ignore[union-attr]
+                out.append(f"{what}: joins a hub to a bridge; join switches only")
+            for n, other, ip in ((lk.node1, lk.node2, lk.ip1), (lk.node2, lk.node1, lk.ip2)):
+                if ip is not None and n in bridges:
+                    out.append(f"{what}: {n} is a {bridges[n].mode} and has no address ({ip})")
+                    continue
+                hub = bridges.get(other)
+                if n in containers and hub is not None and hub.mode == "hub":
+                    if n in hub_of and hub_of[n] != other:
+                        out.append(f"{what}: {n} is already on hub {hub_of[n]}; a node is on one hub")
+                    hub_of.setdefault(n, other)
+                if ip is None:
+                    continue
+                try:
+                    iface = ipaddress.ip_interface(ip)
+                except ValueError:
+                    out.append(f"{what}: {ip!r} is not an address with a prefix length, e.g. 10.0.1.1/24")
+                    continue
+                if "/" not in ip or iface.version != 4:
+                    out.append(f"{what}: {ip!r}: give an IPv4 address with its prefix length, e.g. 10.0.1.1/24")
+                elif str(iface.ip) in addrs:
+                    out.append(f"{what}: {iface.ip} is also {addrs[str(iface.ip)]}'s (an address given twice)")
+                addrs.setdefault(str(iface.ip), n)
+        out += self._route_problems(addrs)
+        for imp in self.impairments:
+            if frozenset(imp.link) not in pairs:
+                out.append(f"impairment on {imp.link[0]}-{imp.link[1]}: no link between {imp.link[0]} and "
+                           f"{imp.link[1]}")  # fmt: skip
+        return out
+
+    def connected(self, host: str) -> list[ipaddress.IPv4Interface | ipaddress.IPv6Interface]:
+        """The addresses (with their subnets) of a container's interfaces."""
+        out = []
+        for lk in self.links:
+            for n, ip in ((lk.node1, lk.ip1), (lk.node2, lk.ip2)):
+                if n == host and ip is not None:
+                    with contextlib.suppress(ValueError):
+                        out.append(ipaddress.ip_interface(ip))
+        return out
+
+    def unreachable_route(self, host: str, gw: str, addrs: dict[str, str] | None = None) -> str | None:
+        """Why a route of `host` through gateway `gw` cannot be configured (None: it can): the kernel takes a
+        gateway only on a subnet the node is on, and on a lab subnet only a node's address answers."""
+        if addrs is None:
+            addrs = {str(ipaddress.ip_interface(ip).ip): n for lk in self.links
+                     for n, ip in ((lk.node1, lk.ip1), (lk.node2, lk.ip2)) if ip}  # fmt: skip
+        try:
+            addr = ipaddress.ip_address(gw)
+        except ValueError:
+            return f"{gw!r} is not an address"
+        mine = self.connected(host)
+        if not any(addr.version == i.version and addr in i.network for i in mine):
+            nets = ", ".join(sorted({str(i.network) for i in mine})) or "none: it has no addressed interface"
+            return f"gateway {gw} is on none of its subnets ({nets})"
+        lab_nets = {ipaddress.ip_interface(ip).network for lk in self.links for ip in (lk.ip1, lk.ip2) if ip}
+        if any(addr in net for net in lab_nets) and gw not in addrs:
+            return f"gateway {gw} is no node's address"
+        if addrs.get(gw) == host:
+            return f"gateway {gw} is {host}'s own address"
+        return None
+
+    def _route_problems(self, addrs: dict[str, str]) -> list[str]:
+        out = []
+        for h in self.hosts:
+            for dst, gw in h.routes:
+                try:
+                    ipaddress.ip_network(dst)
+                except ValueError as exc:
+                    out.append(f"node {h.name}: route to {dst!r}: {exc}")
+                    continue
+                if why := self.unreachable_route(h.name, gw, addrs):
+                    out.append(f"node {h.name}: route to {dst} via {gw}: {why}")
+        return out
+
+
+class TopologyError(SpecError, ValueError):
+    """A topology that cannot be built (a SpecError for the CLI, a ValueError inside spec validation)."""
 
 
 V6_PREFIX = 0xFD00  # ULA: fd00::/8, global id 0 -- a lab's addresses never leave the machine
@@ -200,7 +304,8 @@ def build(kind: str, params: dict) -> Topology:
     """Validate params with the kind's model and build the topology."""
     k = load_all().get(kind)
     topo = k.build(k.params.model_validate(params))
-    topo.validate()
+    rel = k.source.relative_to(REPO) if k.source.is_relative_to(REPO) else k.source
+    topo.validate(f"{rel} (generator {kind})")  # the same check as a topology file's
     return topo
 
 

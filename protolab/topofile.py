@@ -103,10 +103,14 @@ def load(path: Path) -> Topology:
 
 # -- resolution --------------------------------------------------------------------------------------------
 def resolve(d: TopologyDef, where: str = "topology") -> Topology:
+    """The file's fields resolved into a `Topology`, then the check every topology passes (Topology.validate,
+    which a generator's output passes too): errors "<where>: invalid topology" and the reason."""
     try:
-        return _Resolver(d).topology()
+        t = _Resolver(d).topology()
     except ValueError as exc:
         raise SpecError(f"{where}: invalid topology\n  {exc}") from None
+    t.validate(where)
+    return t
 
 
 class _Resolver:

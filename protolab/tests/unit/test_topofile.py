@@ -99,6 +99,16 @@ def test_given_addresses_are_kept_and_assigned_ones_avoid_them(tmp_path):
         ("nodes: {h1: {}, h2: {}}\nlinks: [{endpoints: [h1, h2], impairments: {both: {loss: 2}}}]", "percentage"),
         ("nodes: {h1: {}}\nlinks: [{endpoints: [h1, h1]}]", "two different nodes"),
         ("nodes: {h1: {}, h2: {}}\nlinks: [{endpoints: [h1, h2], addresses: [fd00::1/64, null]}]", "IPv6 twin"),
+        # what the resolver leaves to the check every topology passes (Topology.validate)
+        (
+            "nodes: {h1: {routes: [{to: 10.9.0.0/16, via: 10.0.7.1}]}, h2: {}}\nlinks: [{endpoints: [h1, h2]}]",
+            "node h1: route to 10.9.0.0/16 via 10.0.7.1: gateway 10.0.7.1 is on none of its subnets (10.0.1.0/24)",
+        ),
+        (
+            "nodes: {h1: {routes: [{to: 10.9.0.0/16, via: 10.0.1.9}]}, h2: {}}\nlinks: [{endpoints: [h1, h2]}]",
+            "route to 10.9.0.0/16 via 10.0.1.9: gateway 10.0.1.9 is no node's address",
+        ),
+        ("nodes: {h1: {}, h2: {}}\nsegments: [{name: lan, kind: hub, members: [h1, h2]}]", "hub lan: no capacity"),
     ],
 )
 def test_bad_topologies_are_refused_naming_the_file_and_field(tmp_path, body, says):
@@ -202,3 +212,50 @@ def test_ipv6_is_on_by_default_and_a_spec_or_file_turns_it_off(tmp_path):
     )
     with pytest.raises(SpecError, match="family ipv6, but the topology has ipv6: false"):
         spec.load(path)
+
+
+def _generator_cases() -> list[tuple[str, dict]]:
+    cases = []
+    for name, kind in topo.load_all().items():
+        layouts = kind.params.model_fields["layout"].annotation.__args__ if "layout" in kind.params.model_fields else ()
+        cases += [(name, {"layout": x}) for x in layouts] or [(name, {})]
+    return cases
+
+
+@pytest.mark.parametrize("kind, params", _generator_cases())
+def test_every_builtin_generator_passes_the_check_a_file_passes(kind, params):
+    t = topo.build(kind, params)  # validates
+    assert t.hosts and t.links and t.problems() == []
+
+
+@pytest.mark.parametrize(
+    "tamper, says",
+    [
+        (lambda t: t.links.append(topo.Link("h1", "x9")), "link h1-x9: no node 'x9' (nodes: h1, h2, s1)"),
+        (lambda t: t.hosts.append(topo.Host("h1")), "nodes: ['h1'] named twice (a duplicate name)"),
+        (lambda t: t.hosts[0].routes.append(("10.9.0.0/16", "10.0.5.1")),
+         "node h1: route to 10.9.0.0/16 via 10.0.5.1: gateway 10.0.5.1 is on none of its subnets (10.0.1.0/24)"),
+        (lambda t: setattr(t.links[1], "ip1", t.links[0].ip1),
+         "link h2-s1: 10.0.1.1 is also h1's (an address given twice)"),
+    ],
+)  # fmt: skip
+def test_a_tampered_generator_fails_the_same_check_with_the_same_error_shape(monkeypatch, tmp_path, tamper, says):
+    kind = topo.load_all().get("hub")
+    original = kind.build
+
+    def tampered(p):
+        t = original(p)
+        tamper(t)
+        return t
+
+    monkeypatch.setattr(kind, "build", tampered)
+    with pytest.raises(topo.TopologyError) as err:
+        topo.build("hub", {})
+    assert str(err.value) == f"mininet-topologies/hub.py (generator hub): invalid topology\n  {says}"
+    assert isinstance(err.value, SpecError)  # the CLI's spec error (exit 2), like a file's
+    # a file with a dangling endpoint: the same shape, `<where>: invalid topology`, the place, the same reason
+    bad = _write(tmp_path, "nodes: {h1: {}, h2: {}}\nsegments: [{name: s1, members: [h1, h2]}]\n"
+                           "links: [{endpoints: [h1, x9]}]")  # fmt: skip
+    with pytest.raises(SpecError) as file_err:
+        topofile.load(bad)
+    assert str(file_err.value) == f"{bad}: invalid topology\n  links.0.endpoints: no node 'x9' (nodes: h1, h2, s1)"
