@@ -15,8 +15,10 @@ are `plab-<node>`): a second deploy, or a `protolab run`, while one is up is ref
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import datetime as dt
 import fnmatch
+import ipaddress
 import json
 import os
 import socket
@@ -38,6 +40,7 @@ from .topo import Topology
 
 READY_TIMEOUT = 600.0  # deploying 128 containers on 2 cores takes minutes
 REQUEST_TIMEOUT = 300.0  # a self-check of many links
+NOTES_SHOWN = 8  # deploy's lines about what a node filter dropped
 
 
 def state_path() -> Path:
@@ -72,6 +75,7 @@ class Prepared:
     commands: dict[str, list[str] | None]
     impairments: list[LinkImpairment]
     described: str
+    notes: list[str] = field(default_factory=list)  # what a node filter left out beyond nodes and links
 
 
 def prepare(req: Request) -> Prepared:
@@ -99,10 +103,11 @@ def prepare(req: Request) -> Prepared:
                         f" experiments: experiments/*.yaml)")  # fmt: skip
     t = ts.build()
     imps = t.impairments + impairments
+    notes: list[str] = []
     if req.node_filter:
-        t, imps = filter_nodes(t, imps, req.node_filter)
+        t, imps, notes = filter_nodes(t, imps, req.node_filter)
     images, cpus, commands = node_settings(t, nodes)
-    return Prepared(t.kind, t, images, cpus, commands, imps, ts.describe())
+    return Prepared(t.kind, t, images, cpus, commands, imps, ts.describe(), notes)
 
 
 def _topology_spec(data: dict[str, Any], where: str) -> TopologySpec:
@@ -112,9 +117,12 @@ def _topology_spec(data: dict[str, Any], where: str) -> TopologySpec:
         raise SpecError("\n".join(e["msg"].removeprefix("Value error, ") for e in exc.errors())) from None
 
 
-def filter_nodes(t: Topology, imps: list[LinkImpairment], patterns: list[str]) -> tuple[Topology, list[LinkImpairment]]:
+def filter_nodes(t: Topology, imps: list[LinkImpairment], patterns: list[str]) -> tuple[Topology, list[LinkImpairment],
+                                                                                        list[str]]:  # fmt: skip
     """Only the containers matching a pattern (name or glob); the bridges that still have members, the links
-    between what is kept and the impairments on those links."""
+    between what is kept, the impairments on those links and the routes whose next hop is still reachable (a
+    gateway on a subnet a kept interface is on, and a kept node's). Every other attribute of the topology is kept.
+    Also returns one line per route dropped."""
     names = [h.name for h in t.hosts]
     keep = {n for n in names if any(fnmatch.fnmatchcase(n, p) for p in patterns)}
     unmatched = [p for p in patterns if not any(fnmatch.fnmatchcase(n, p) for n in names)]
@@ -124,11 +132,27 @@ def filter_nodes(t: Topology, imps: list[LinkImpairment], patterns: list[str]) -
     bridges = {s.name for s in t.switches}
     links = [lk for lk in t.links if all(n in keep or n in bridges for n in (lk.node1, lk.node2))]
     used = {n for lk in links for n in (lk.node1, lk.node2)}
-    out = Topology(t.kind, [h for h in t.hosts if h.name in keep], [s for s in t.switches if s.name in used], links,
-                   source=t.source)  # fmt: skip
     kept = {frozenset((lk.node1, lk.node2)) for lk in links}
-    out.impairments = [i for i in t.impairments if frozenset(i.link) in kept]
-    return out, [i for i in imps if frozenset(i.link) in kept]
+    hosts = [dataclasses.replace(h, routes=list(h.routes)) for h in t.hosts if h.name in keep]
+    out = dataclasses.replace(t, hosts=hosts, switches=[s for s in t.switches if s.name in used], links=links,
+                              impairments=[i for i in t.impairments if frozenset(i.link) in kept])  # fmt: skip
+    owner = {str(ipaddress.ip_interface(ip).ip): n for lk in t.links for n, ip in ((lk.node1, lk.ip1),
+             (lk.node2, lk.ip2)) if ip}  # fmt: skip
+    dropped = []
+    for h in out.hosts:
+        routes = []
+        for dst, gw in h.routes:
+            if why := out.unreachable_route(h.name, gw):
+                gone = owner.get(gw) not in keep | {None}
+                dropped.append(
+                    f"{h.name}: route to {dst} via {gw} dropped: "
+                    + (f"{owner[gw]}, whose address it is, is filtered out" if gone else why)
+                )
+            else:
+                routes.append((dst, gw))
+        h.routes = routes
+    out.validate(f"{t.kind} filtered to {','.join(patterns)}")
+    return out, [i for i in imps if frozenset(i.link) in kept], dropped
 
 
 # -- the keeper -------------------------------------------------------------------------------------------
@@ -384,6 +408,10 @@ def deploy(req: Request, out: Any = sys.stderr) -> dict[str, Any]:
     bridges, links = len(p.topology.switches), len(p.topology.links)
     print(f"deploying {p.described}: {hosts} container{'s' * (hosts != 1)}, {bridges} bridge{'s' * (bridges != 1)}, "
           f"{links} link{'s' * (links != 1)} (log: {log_path()})", file=out, flush=True)  # fmt: skip
+    for note in p.notes[:NOTES_SHOWN]:
+        print(f"  --node-filter: {note}", file=out, flush=True)
+    if len(p.notes) > NOTES_SHOWN:
+        print(f"  --node-filter: and {len(p.notes) - NOTES_SHOWN} more routes dropped", file=out, flush=True)
     log = log_path().open("w")
     proc = subprocess.Popen([sys.executable, "-m", "protolab.labctl", json.dumps(req.__dict__)], stdout=log,
                             stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, start_new_session=True,

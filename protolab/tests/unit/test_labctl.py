@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import ipaddress
+
 import pytest
 
-from protolab import labctl
+from protolab import labctl, topofile
 from protolab.errors import LabError, SpecError
 
 
@@ -33,6 +35,46 @@ def test_a_node_filter_keeps_its_nodes_their_bridges_links_and_impairments():
     assert [h.name for h in no_r.topology.hosts] == ["h3"] and no_r.topology.links == [] and not no_r.impairments
     with pytest.raises(SpecError, match="--node-filter x9 matches no node of triangle"):
         labctl.prepare(labctl.Request("triangle", node_filter=["h1", "x9"]))
+
+
+@pytest.mark.parametrize(
+    "nodes", [["h3"], ["h1", "h2"], ["h1", "r1"], ["r2", "h3"], ["h*"], ["r*"], ["h1", "r1", "r2"]]
+)
+def test_a_filtered_topology_passes_the_check_and_keeps_only_routes_with_a_reachable_next_hop(nodes):
+    full = labctl.prepare(labctl.Request("triangle")).topology
+    p = labctl.prepare(labctl.Request("triangle", node_filter=nodes))
+    t = p.topology
+    assert t.problems() == []  # the check every topology passes before Lab builds it
+    for h in t.hosts:  # what Lab's route check needs: each gateway on one of the node's subnets, a kept node's
+        nets = [ipaddress.ip_interface(ip).network for _n, _i, ip in topofile.addresses(t) if _n == h.name]
+        owners = {str(ipaddress.ip_interface(ip).ip): n for n, _i, ip in topofile.addresses(t)}
+        for _dst, gw in h.routes:
+            assert any(ipaddress.ip_address(gw) in net for net in nets) and owners[gw] != h.name, (h.name, gw)
+        assert set(h.routes) <= set(full.host(h.name).routes)  # nothing added
+    kept = sum(len(h.routes) for h in t.hosts)
+    assert kept + len(p.notes) == sum(len(full.host(h.name).routes) for h in t.hosts)  # every drop is said
+    assert full.host("h3").routes  # the unfiltered topology is left as it was
+
+
+def test_h3_alone_loses_its_routes_through_r2_and_deploy_says_so():
+    p = labctl.prepare(labctl.Request("triangle", node_filter=["h3"]))
+    assert p.topology.host("h3").routes == []
+    why = "r2, whose address it is, is filtered out"
+    assert p.notes == [f"h3: route to 10.0.1.0/24 via 10.0.3.1 dropped: {why}",
+                       f"h3: route to 10.0.2.0/24 via 10.0.3.1 dropped: {why}"]  # fmt: skip
+    kept = labctl.prepare(labctl.Request("triangle", node_filter=["h1", "r1"]))
+    assert kept.topology.host("h1").routes == [("10.0.2.0/24", "10.0.1.3"), ("10.0.3.0/24", "10.0.1.3")]
+
+
+def test_a_node_filter_keeps_every_other_attribute_of_the_topology(tmp_path):
+    f = tmp_path / "v4.yaml"
+    f.write_text("name: v4only\nipv6: false\nnodes: {a: {}, b: {}, c: {}}\n"
+                 "segments: [{name: s1, members: [a, b, c]}]\n")  # fmt: skip
+    p = labctl.prepare(labctl.Request(str(f), node_filter=["a", "b"]))
+    assert p.topology.ipv6 is False and p.topology.kind == "v4only" and p.topology.source == str(f)
+    assert [h.name for h in p.topology.hosts] == ["a", "b"]
+    spec_off = labctl.prepare(labctl.Request("triangle", node_filter=["h1"]))
+    assert spec_off.topology.ipv6 is True  # and the default stays on
 
 
 STATE = {
