@@ -17,9 +17,10 @@
 // (fuzzed: asn1c/fuzz_test.go).
 //
 // Walk visits a PDU's values in the ASN.1 module's component order through
-// an Archive; every codec but raw is an Archive (Stream feeds asn1c's
-// structs, berWriter/berMatcher are skinny) and Compose counts Table 2's
-// integers, reals and octet strings with it. The module and Walk are kept in
+// an Archive; every encoder but raw's is an Archive (Stream feeds asn1c's
+// structs, berWriter is skinny's) and Compose counts Table 2's integers,
+// reals and octet strings with it. Skinny's decoder of a matched PDU reads
+// the same order without it, one function per type (skinny_fast.go). The module and Walk are kept in
 // step by the tests: asn1c decodes what Walk writes and asn1tools (a second,
 // independent ASN.1 implementation, protolab/tests/unit/test_asn1_crosscheck.py)
 // decodes and re-encodes asn1c's bytes (testdata/crosscheck).

@@ -24,19 +24,20 @@ import (
 // (alternative, header, protocol version, exercise, PDU type, family: 16
 // octets for the usual values). A receiver compares it byte-wise, takes those
 // four values from its pre-encoded copy and reads the remaining components
-// at their expected tags in order; any difference (another prefix, a tag or
-// length form it does not expect, a REAL not in base 2) sends the whole PDU
-// to the general parse, counted in Stats.Fallback.
+// at their expected tags in order, straight into the PDU struct
+// (skinny_fast.go: one function per type, no allocation); any difference
+// (another prefix, a tag or length form it does not expect, a REAL not in
+// base 2) sends the whole PDU to the general parse, counted in
+// Stats.Fallback.
 
 func init() {
 	Register("skinny", "pre-encoded invariant BER octets per exercise, matched on receipt; general BER parse (ber) on mismatch", newSkinny)
 }
 
 type skinny struct {
-	ex       uint8
 	prefix   [dis.TypeRepairResponse + 1][]byte
+	header   [dis.TypeRepairResponse + 1]dis.Header // the prefix's values
 	w        berWriter
-	r        berMatcher
 	pdus     PDUs
 	fallback Codec
 	stats    Stats
@@ -47,20 +48,26 @@ func newSkinny(o Options) (Codec, error) {
 	if err != nil {
 		return nil, errors.New("skinny needs the general BER parse as its fallback: " + err.Error())
 	}
-	s := &skinny{ex: o.Exercise, fallback: ber}
+	return preEncoded(o.Exercise, ber), nil
+}
+
+// preEncoded returns a skinny codec with exercise ex's prefixes encoded.
+func preEncoded(ex uint8, fallback Codec) *skinny {
+	s := &skinny{fallback: fallback}
 	for _, t := range dis.Types {
 		var w berWriter
 		w.alt(t)
 		w.Begin()
-		h := dis.NewHeader(t, o.Exercise, 0)
+		h := dis.NewHeader(t, ex, 0)
 		pt, fam := uint8(t), uint8(h.ProtocolFamily)
 		w.U8(&h.ProtocolVersion)
 		w.U8(&h.ExerciseID)
 		w.U8(&pt)
 		w.U8(&fam)
 		s.prefix[t] = w.b
+		s.header[t] = h
 	}
-	return s, nil
+	return s
 }
 
 func (s *skinny) Name() string { return "skinny" }
@@ -83,12 +90,7 @@ func (s *skinny) Decode(b []byte) (dis.PDU, error) {
 	if len(b) > 0 {
 		t := dis.PDUType(b[0] &^ 0xA0)
 		if b[0]&0xE0 == 0xA0 && t.Known() && bytes.HasPrefix(b, s.prefix[t]) {
-			p := s.pdus.Get(t)
-			h := dis.NewHeader(t, s.ex, 0)
-			s.r.reset(b, len(s.prefix[t]), [4]uint8{h.ProtocolVersion, h.ExerciseID, uint8(t), uint8(h.ProtocolFamily)})
-			Walk(&s.r, p)
-			s.r.End()
-			if s.r.ok && s.r.pos == len(b) && CheckHeader("skinny", p) == nil {
+			if p := s.match(b, t); p != nil {
 				s.stats.Matched++
 				return p, nil
 			}
@@ -118,10 +120,9 @@ type berWriter struct {
 }
 
 type level struct {
-	start  int  // offset of the contents (definite) or -1 (indefinite)
-	idx    int  // next component number
-	seqOf  bool // elements are UNIVERSAL 16
-	endPos int  // matcher: end offset of a definite length
+	start int  // offset of the contents (definite) or -1 (indefinite)
+	idx   int  // next component number
+	seqOf bool // elements are UNIVERSAL 16
 }
 
 func (w *berWriter) Decoding() bool { return false }
@@ -256,249 +257,6 @@ func appendReal(b []byte, f float64) []byte {
 		b = append(b, byte(m>>(8*i)))
 	}
 	return b
-}
-
-// berMatcher reads what berWriter writes, nothing else: ok turns false at
-// the first octet it does not expect.
-type berMatcher struct {
-	b     []byte
-	pos   int
-	ok    bool
-	pre   [4]uint8 // header values covered by the prefix
-	npre  int
-	stack []level
-	list  bool
-	// inPrefix: the header's Begin is covered by the prefix too
-	inPrefix bool
-}
-
-func (m *berMatcher) reset(b []byte, pos int, pre [4]uint8) {
-	m.b, m.pos, m.ok, m.pre, m.npre, m.list, m.inPrefix = b, pos, true, pre, 0, false, true
-	// the alternative is open (indefinite) and its component [0], the
-	// header, is in the prefix
-	m.stack = append(m.stack[:0], level{start: -1, idx: 1})
-}
-
-func (m *berMatcher) Decoding() bool                { return true }
-func (m *berMatcher) Err() error                    { return nil }
-func (m *berMatcher) Alt(t dis.PDUType) dis.PDUType { return t }
-
-func (m *berMatcher) expectTag(constructed bool) bool {
-	if !m.ok || m.pos >= len(m.b) {
-		m.ok = false
-		return false
-	}
-	l := &m.stack[len(m.stack)-1]
-	want := byte(0x30)
-	if !l.seqOf {
-		want = 0x80 | byte(l.idx)
-		l.idx++
-		if constructed {
-			want |= 0x20
-		}
-	}
-	if m.b[m.pos] != want {
-		m.ok = false
-		return false
-	}
-	m.pos++
-	return true
-}
-
-// short reads a short-form length and checks the contents fit.
-func (m *berMatcher) short() int {
-	if m.pos >= len(m.b) || m.b[m.pos] >= 0x80 || m.pos+1+int(m.b[m.pos]) > len(m.b) {
-		m.ok = false
-		return -1
-	}
-	n := int(m.b[m.pos])
-	m.pos++
-	return n
-}
-
-func (m *berMatcher) Begin() {
-	if m.inPrefix {
-		m.inPrefix = false
-		m.stack = append(m.stack, level{start: -1, idx: 4})
-		return
-	}
-	seqOf := m.list
-	m.list = false
-	if !m.expectTag(true) || m.pos >= len(m.b) {
-		m.ok = false
-		return
-	}
-	n, c := 0, m.b[m.pos]
-	switch {
-	case c < 0x80:
-		n, m.pos = int(c), m.pos+1
-	case c == 0x81 && m.pos+1 < len(m.b):
-		n, m.pos = int(m.b[m.pos+1]), m.pos+2
-	case c == 0x82 && m.pos+2 < len(m.b):
-		n, m.pos = int(m.b[m.pos+1])<<8|int(m.b[m.pos+2]), m.pos+3
-	default:
-		m.ok = false
-		return
-	}
-	if m.pos+n > len(m.b) {
-		m.ok = false
-		return
-	}
-	m.stack = append(m.stack, level{start: m.pos, endPos: m.pos + n, seqOf: seqOf})
-}
-
-func (m *berMatcher) End() {
-	if !m.ok {
-		return
-	}
-	l := m.stack[len(m.stack)-1]
-	m.stack = m.stack[:len(m.stack)-1]
-	if l.start < 0 {
-		if m.pos+2 > len(m.b) || m.b[m.pos] != 0 || m.b[m.pos+1] != 0 {
-			m.ok = false
-			return
-		}
-		m.pos += 2
-		return
-	}
-	if m.pos != l.endPos {
-		m.ok = false
-	}
-}
-
-func (m *berMatcher) uint(max uint64) uint64 {
-	if m.npre < 4 {
-		m.npre++
-		return uint64(m.pre[m.npre-1])
-	}
-	if !m.expectTag(false) {
-		return 0
-	}
-	n := m.short()
-	if n < 1 || n > 5 || m.b[m.pos]&0x80 != 0 {
-		m.ok = false
-		return 0
-	}
-	var v uint64
-	for _, c := range m.b[m.pos : m.pos+n] {
-		v = v<<8 | uint64(c)
-	}
-	m.pos += n
-	if v > max {
-		m.ok = false
-	}
-	return v
-}
-
-func (m *berMatcher) U8(v *uint8)   { *v = uint8(m.uint(math.MaxUint8)) }
-func (m *berMatcher) U16(v *uint16) { *v = uint16(m.uint(math.MaxUint16)) }
-func (m *berMatcher) U32(v *uint32) { *v = uint32(m.uint(math.MaxUint32)) }
-
-func (m *berMatcher) real() float64 {
-	if !m.expectTag(false) {
-		return 0
-	}
-	n := m.short()
-	if n <= 0 {
-		return 0 // n == 0 is +0; n < 0 a mismatch (ok is false)
-	}
-	c := m.b[m.pos : m.pos+n]
-	m.pos += n
-	if n == 1 {
-		switch c[0] {
-		case 0x40:
-			return math.Inf(1)
-		case 0x41:
-			return math.Inf(-1)
-		case 0x42:
-			return math.NaN()
-		case 0x43:
-			return math.Copysign(0, -1)
-		}
-		m.ok = false
-		return 0
-	}
-	// binary, base 2, F = 0, exponent of 1 or 2 octets, mantissa < 2^53
-	if c[0]&0xBC != 0x80 || c[0]&3 > 1 {
-		m.ok = false
-		return 0
-	}
-	en := int(c[0]&3) + 1
-	if n < 1+en+1 || n-1-en > 7 {
-		m.ok = false
-		return 0
-	}
-	e := int(int8(c[1]))
-	if en == 2 {
-		e = int(int16(uint16(c[1])<<8 | uint16(c[2])))
-	}
-	var mant uint64
-	for _, x := range c[1+en:] {
-		mant = mant<<8 | uint64(x)
-	}
-	if mant == 0 || mant >= 1<<53 {
-		m.ok = false
-		return 0
-	}
-	f := math.Ldexp(float64(mant), e)
-	if c[0]&0x40 != 0 {
-		f = -f
-	}
-	return f
-}
-
-func (m *berMatcher) F32(v *float32) { *v = float32(m.real()) }
-func (m *berMatcher) F64(v *float64) { *v = m.real() }
-
-func (m *berMatcher) Octets(b []byte) {
-	if !m.expectTag(false) {
-		return
-	}
-	if n := m.short(); n != len(b) {
-		m.ok = false
-		return
-	}
-	copy(b, m.b[m.pos:])
-	m.pos += len(b)
-}
-
-// Records counts the elements of the SEQUENCE OF that starts at pos.
-func (m *berMatcher) Records(int) int {
-	m.list = true
-	if !m.ok {
-		return 0
-	}
-	// tag, length (short or 81/82 form), then elements 30 LL ...
-	p := m.pos + 1
-	if p >= len(m.b) {
-		m.ok = false
-		return 0
-	}
-	end := 0
-	switch c := m.b[p]; {
-	case c < 0x80:
-		end = p + 1 + int(c)
-		p++
-	case c == 0x81 && p+1 < len(m.b):
-		end = p + 2 + int(m.b[p+1])
-		p += 2
-	case c == 0x82 && p+2 < len(m.b):
-		end = p + 3 + (int(m.b[p+1])<<8 | int(m.b[p+2]))
-		p += 3
-	default:
-		m.ok = false
-		return 0
-	}
-	n := 0
-	for p < end && p+1 < len(m.b) && m.b[p] == 0x30 && m.b[p+1] < 0x80 {
-		p += 2 + int(m.b[p+1])
-		n++
-	}
-	if p != end || n > dis.MaxRecords {
-		m.ok = false
-		return 0
-	}
-	return n
 }
 
 // DefiniteBER is skinny's writer with every length definite: DER, for tests
