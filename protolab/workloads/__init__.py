@@ -3,7 +3,7 @@ that a phase imports when it first needs it. A task yields tidy columns named `<
 
 from __future__ import annotations
 
-from . import command, converter, dis, iperf3, ping, request_response, spims  # noqa: E402,F401,I001  (task models register themselves)
+from . import command, converter, dis, iperf3, ping, request_response, spims, transfer  # noqa: E402,F401,I001  (task models register themselves)
 from .base import TASK_MODELS, WORKLOADS, TaskModel, WorkloadError, WorkloadRunner, runner_for, workload
 
 __all__ = ["TASK_MODELS", "WORKLOADS", "TaskModel", "WorkloadError", "WorkloadRunner", "runner_for", "workload"]

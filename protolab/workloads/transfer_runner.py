@@ -1,0 +1,384 @@
+"""Running a transfer task: tp4 with `protolab-tp4 recv`/`send`, tcp and quic with a SPIMS bulk_get.
+
+tp4: the receiver starts first (in a thread) and is seen listening (`ss -Hlnu`), then the sender runs; each
+prints one JSON summary, read here whether or not the transfer completed (exit 1: it did not). Both get
+`--overhead 42` (UDP, IPv4 and the Ethernet header: HTB shapes whole frames) so the sender paces at the link's
+rate, not 9 % above it with the tool's default 28.
+
+tcp/quic: `protolab-spims serve` on the sender, `protolab-spims run` of one bulk_get on the receiver, interrupted
+(SIGINT: it reports what it got) at the task's duration. For TCP one shell loop per host samples `ss -tmi` every
+0.1 s until told to stop (a file): the receiving socket's memory, the sending socket's retransmissions,
+D-SACKs and send queue. The hosts' UDP and TCP InCsumErrors are read before and after.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import shlex
+import threading
+from typing import Any
+
+from .base import WorkloadError, WorkloadRunner
+from .spims_agent import Responder, TransportUnavailableError, initiate, interrupt, target
+from .transfer import COLUMNS, FRAME_OVERHEAD, TransferTask
+
+BIN = "protolab-tp4"  # in the node image (images/node/Dockerfile), built by protolab.images.build_agent
+SAMPLE_SECONDS = 0.1
+LISTEN_POLLS = 100  # x 50 ms: how long the receiver has to bind its port
+
+
+def _report(out: str) -> dict[str, Any] | None:
+    """The last JSON object line of a tool's output (None: none)."""
+    for line in reversed(out.splitlines()):
+        if line.startswith("{"):
+            try:
+                v = json.loads(line)
+            except json.JSONDecodeError:
+                continue
+            return v if isinstance(v, dict) else None
+    return None
+
+
+def _num(v: Any) -> float | None:
+    return float(v) if isinstance(v, (int, float)) and not isinstance(v, bool) else None
+
+
+def tp4_columns(t: TransferTask, sent: dict[str, Any], recv: dict[str, Any]) -> dict[str, float | None]:
+    """The columns from the two protolab-tp4 summaries (either may be {} when its end gave none)."""
+    completed = bool(sent.get("completed")) and bool(recv.get("completed"))
+    expedited = int(recv.get("user_expedited") or 0)
+    eff = _num(recv.get("throughput_efficiency"))
+    dropped = sum((recv.get("dropped") or {}).values()) + sum((sent.get("dropped") or {}).values())
+    retrans = [_num(sent.get(k)) for k in ("dt_retransmissions", "ed_retransmissions")]
+    dups = [_num(recv.get(k)) for k in ("dt_duplicates", "ed_duplicates")]
+    head = sent or recv  # the parameters as the sender ran them (the receiver does not know tsdus or the rate)
+    delivered = _num(recv.get("user_octets"))
+    vals: dict[str, float | None] = {
+        "efficiency_ratio": eff if delivered else (0.0 if recv else None),
+        "transfer_seconds": _num(recv.get("transfer_seconds")) if delivered else None,
+        "delivered_bytes": delivered,
+        "completed_ratio": 1.0 if completed else 0.0,
+        "per_octet_delay_seconds": _num(recv.get("per_octet_delay_seconds")) if delivered else None,
+        "expedited_delay_seconds": _num(recv.get("user_expedited_delay_seconds")) if expedited else None,
+        "expedited_delay_max_seconds": _num(recv.get("user_expedited_delay_max_seconds")) if expedited else None,
+        "retransmissions_total": sum(r for r in retrans if r is not None) if sent else None,
+        "spurious_retransmissions_total": sum(d for d in dups if d is not None) if recv else None,
+        "recv_buffer_avg_bytes": _num(recv.get("receive_buffer_avg_octets")),
+        "recv_buffer_max_bytes": _num(recv.get("receive_buffer_max_octets")),
+        "send_buffer_max_bytes": _num(sent.get("send_buffer_max_octets")),
+        "csum_errors_total": None,  # the runner's, from /proc
+        "dropped_total": float(dropped) if sent or recv else None,
+        "tpdu_bytes": _num(head.get("tpdu_size_octets")),
+        "window_bytes": _num(head.get("window_octets")),
+        "retransmit_seconds": _num(head.get("retransmit_seconds")),
+        "window_timer_seconds": _num(head.get("window_timer_seconds")),
+        "send_buffer_bytes": _num(head.get("send_buffer_octets")),
+        "recv_buffer_bytes": _num(head.get("recv_buffer_octets")),
+        "tsdu_bytes": float(t.tsdu_size),
+        "tsdus_total": float(t.tsdus),
+        "expedited_rate_ratio": t.expedited_rate,
+    }
+    return vals
+
+
+# --- ss -tmi ---------------------------------------------------------------------------------------------------
+
+_SKMEM = re.compile(r"skmem:\(([^)]*)\)")
+_RETRANS = re.compile(r"\bretrans:\d+/(\d+)")
+_DSACK = re.compile(r"\bdsack_dups:(\d+)")
+_MSS = re.compile(r"\bmss:(\d+)")
+
+
+def skmem(line: str) -> dict[str, int]:
+    """`skmem:(r0,rb131072,t0,tb46080,f0,w0,o0,bl0,d0)` -> {"r": 0, "rb": 131072, ...}."""
+    m = _SKMEM.search(line)
+    out: dict[str, int] = {}
+    for part in m.group(1).split(",") if m else []:
+        k = part.rstrip("0123456789")
+        if k and part[len(k) :].isdigit():
+            out[k] = int(part[len(k) :])
+    return out
+
+
+def parse_samples(text: str) -> list[tuple[float, str]]:
+    """The sampler's output: `T <unix time>` lines, each followed by the `ss -Htmi` text of that moment (a socket's
+    lines joined into one) -> (time, socket text) per sample that saw a socket."""
+    out: list[tuple[float, str]] = []
+    now: float | None = None
+    lines: list[str] = []
+
+    def flush() -> None:
+        if now is not None and lines:
+            out.append((now, " ".join(lines)))
+
+    for raw in text.splitlines():
+        if raw.startswith("T "):
+            flush()
+            try:
+                now = float(raw[2:])
+            except ValueError:
+                now = None
+            lines = []
+        elif raw.strip():
+            lines.append(raw.strip())
+    flush()
+    return out
+
+
+def time_weighted(samples: list[tuple[float, float]]) -> float | None:
+    """Mean of a sampled quantity held from each sample to the next (the last sample has no weight unless it is
+    the only one)."""
+    if not samples:
+        return None
+    if len(samples) == 1:
+        return samples[0][1]
+    span = samples[-1][0] - samples[0][0]
+    if span <= 0:
+        return sum(v for _, v in samples) / len(samples)
+    return sum(v * (samples[i + 1][0] - t) for i, (t, v) in enumerate(samples[:-1])) / span
+
+
+def tcp_receiver_figures(samples: list[tuple[float, str]]) -> dict[str, float | None]:
+    """Receive-buffer use of the receiving socket: time-weighted average and maximum of skmem r."""
+    r = [(t, float(skmem(s).get("r", 0))) for t, s in samples if _SKMEM.search(s)]
+    return {"recv_buffer_avg_bytes": time_weighted(r), "recv_buffer_max_bytes": max((v for _, v in r), default=None)}
+
+
+def tcp_sender_figures(samples: list[tuple[float, str]]) -> dict[str, float | None]:
+    """From the sending socket's last sample: retransmitted segments, D-SACK'd ones (None when SACK was not
+    agreed: `sack` missing from ss's options), the MSS; the largest send queue (skmem w) of all samples."""
+    if not samples:
+        return {"retransmissions_total": None, "spurious_retransmissions_total": None, "tpdu_bytes": None,
+                "send_buffer_max_bytes": None}  # fmt: skip
+    last = samples[-1][1]
+    sack = re.search(r"(^|\s)sack(\s|$)", last) is not None
+    m, d, mss = _RETRANS.search(last), _DSACK.search(last), _MSS.search(last)
+    return {
+        "retransmissions_total": float(m.group(1)) if m else 0.0,
+        "spurious_retransmissions_total": (float(d.group(1)) if d else 0.0) if sack else None,
+        "tpdu_bytes": float(mss.group(1)) if mss else None,
+        "send_buffer_max_bytes": max((float(skmem(s).get("w", 0)) for _, s in samples), default=None),
+    }
+
+
+def csum_errors(snmp: str) -> int:
+    """InCsumErrors of the Udp and Tcp lines of /proc/net/snmp (a header line, then a values line each)."""
+    total, header = 0, {}
+    for line in snmp.splitlines():
+        proto, _, rest = line.partition(":")
+        if proto not in ("Udp", "Tcp"):
+            continue
+        words = rest.split()
+        if proto not in header:
+            header[proto] = words
+        elif "InCsumErrors" in header[proto]:
+            total += int(words[header[proto].index("InCsumErrors")])
+    return total
+
+
+def bulk_columns(t: TransferTask, result: dict[str, Any]) -> dict[str, float | None]:
+    """tcp/quic: delivered bytes, completion and efficiency from the bulk_get's result."""
+    got = float(result.get("received_bytes") or 0)
+    samples = result.get("samples_seconds") or []
+    completed = result.get("stopped") == "iterations" and not result.get("error") and got == t.total_bytes()
+    secs = samples[0] if completed and samples else _num(result.get("elapsed_seconds"))
+    eff = got / secs / (t.link_rate / 8) if secs else None
+    return {"efficiency_ratio": eff if got else 0.0, "transfer_seconds": secs if got else None,
+            "delivered_bytes": got, "completed_ratio": 1.0 if completed else 0.0}  # fmt: skip
+
+
+class _Sampler:
+    """One shell loop on a host printing `T <time>` and the matching sockets of `ss -Htmi` every 0.1 s until a
+    stop file appears (or `limit` seconds pass)."""
+
+    def __init__(self, lab: Any, host: str, ss_filter: str, marker: str, limit: float) -> None:
+        self.lab, self.host = lab, host
+        self.stop_file = f"/tmp/protolab-xfer-{marker}.stop"
+        script = (f"rm -f {self.stop_file}; end=$(( $(date +%s) + {int(limit) + 1} )); "
+                  f"while [ ! -e {self.stop_file} ] && [ $(date +%s) -lt $end ]; do echo T $(date +%s.%N); "
+                  f"ss -Htmin state established {shlex.quote(ss_filter)}; sleep {SAMPLE_SECONDS}; done; "
+                  f"rm -f {self.stop_file}")  # fmt: skip
+        self.out = ""
+        self._thread = threading.Thread(target=self._run, args=(["sh", "-c", script],), daemon=True)
+
+    def _run(self, cmd: list[str]) -> None:
+        self.out = self.lab.exec(self.host, cmd)[1]
+
+    def start(self) -> None:
+        self._thread.start()
+
+    def stop(self) -> list[tuple[float, str]]:
+        self.lab.exec(self.host, ["touch", self.stop_file])
+        self._thread.join(timeout=10)
+        return parse_samples(self.out)
+
+
+class TransferRunner(WorkloadRunner[TransferTask]):
+    def __init__(self, task: TransferTask, lab: Any) -> None:
+        super().__init__(task, lab)
+        self.sender_report: dict[str, Any] = {}
+        self.receiver_report: dict[str, Any] = {}
+        self.bulk: dict[str, Any] = {}
+        self.figures: dict[str, float | None] = {}
+        self.csum: dict[str, int] = {}  # host -> InCsumErrors before
+        self.csum_after: dict[str, int] = {}
+        self.notes: list[str] = []
+        self._recv_out: tuple[int, str, str] | None = None
+        self._thread: threading.Thread | None = None
+        self._responder: Responder | None = None
+
+    def _csum(self) -> dict[str, int]:
+        out = {}
+        for h in (self.task.sender, self.task.receiver):
+            code, text, _err = self.lab.exec(h, ["cat", "/proc/net/snmp"])
+            if code == 0:
+                out[h] = csum_errors(text)
+        return out
+
+    # -- tp4 --------------------------------------------------------------------------------------------------
+    def _tp4_args(self) -> list[str]:
+        t = self.task
+        args = ["--table", str(t.table), "--ack", t.ack, "--tsdus", str(t.tsdus), "--tsdu-size", str(t.tsdu_size),
+                "--link-kbit", f"{t.link_rate / 1e3:g}", "--overhead", str(FRAME_OVERHEAD),
+                "--max-transmissions", str(t.max_transmissions)]  # fmt: skip
+        for flag, v in (("--tpdu-size", t.tpdu_size), ("--window", t.window)):
+            if v is not None:
+                args += [flag, str(v)]
+        for flag, s in (("--retransmit", t.retransmit), ("--window-timer", t.window_timer)):
+            if s is not None:
+                args += [flag, f"{s * 1e3:.0f}ms"]
+        return args
+
+    def _prepare_tp4(self) -> None:
+        t = self.task
+        # the receiver outlives the sender by its linger (2 x the retransmission timer) and a margin
+        limit = t.duration + 2 * (t.retransmit or (2.0 if t.table == 2 else 0.65)) + 5
+        cmd = [BIN, "recv", "--addr", f":{t.port}", *self._tp4_args(), "--time-limit", f"{limit:.0f}s"]
+
+        def receive() -> None:
+            self._recv_out = self.lab.exec(t.receiver, cmd)
+
+        self._thread = threading.Thread(target=receive, daemon=True, name=f"tp4-recv-{t.name}")
+        self._thread.start()
+        wait = (f"for i in $(seq {LISTEN_POLLS}); do ss -Hlnu 'sport = :{t.port}' | grep -q . && exit 0; "
+                "sleep 0.05; done; exit 1")  # fmt: skip
+        if self.lab.exec(t.receiver, ["sh", "-c", wait])[0] != 0:
+            self._thread.join(timeout=2)
+            code, out, err = self._recv_out or (None, "", "")
+            said = f": exit {code}: {(err or out).strip()[-300:]}" if code is not None else ""
+            raise WorkloadError(f"transfer {t.name}: {BIN} recv on {t.receiver} did not listen on UDP {t.port}{said}")
+
+    def _run_tp4(self) -> None:
+        t = self.task
+        address = self.lab.ip(t.receiver)
+        cmd = [BIN, "send", "--addr", f"{address}:{t.port}", *self._tp4_args(), "--expedited", t.expedited,
+               "--expedited-rate", f"{t.expedited_rate:g}", "--time-limit", f"{t.duration:g}s"]  # fmt: skip
+        code, out, err = self.lab.exec(t.sender, cmd)
+        self.sender_report = self._tool_report("send", t.sender, code, out, err)
+        assert self._thread is not None
+        self._thread.join(timeout=t.duration + 30)
+        if self._recv_out is None:
+            raise WorkloadError(f"transfer {t.name}: {BIN} recv on {t.receiver} did not finish")
+        self.receiver_report = self._tool_report("recv", t.receiver, *self._recv_out)
+
+    def _tool_report(self, role: str, host: str, code: int, out: str, err: str) -> dict[str, Any]:
+        """A summary, complete or not; exit 2 (bad usage) or no summary at all is the runner's fault: raised."""
+        report = _report(out)
+        if report is None or code == 2:
+            raise WorkloadError(f"transfer {self.task.name}: {BIN} {role} on {host}: exit {code}, no summary: "
+                                f"{(err or out).strip()[-300:]}")  # fmt: skip
+        if report.get("error"):
+            self.notes.append(f"{role} on {host}: {report['error']}")
+        return report
+
+    # -- tcp, quic --------------------------------------------------------------------------------------------
+    def _prepare_bulk(self) -> None:
+        t = self.task
+        self._responder = Responder(self.lab, t.sender, t.stack, t.port)
+        try:
+            self._responder.start()
+        except TransportUnavailableError as exc:
+            self.skipped = str(exc)
+
+    def _run_bulk(self) -> None:
+        t = self.task
+        job = {"procedure": "bulk_get", "transport": t.stack, "target": target(self.lab.ip(t.sender), t.port),
+               "size": {"dist": "constant", "value": t.tsdu_size}, "count": t.tsdus, "iterations": 1,
+               "timeout": f"{t.duration:g}s", "samples": True}  # fmt: skip
+        samplers = []
+        if t.stack == "tcp":
+            limit = t.duration + 10
+            samplers = [_Sampler(self.lab, t.receiver, f"( dport = :{t.port} )", f"{t.name}-r", limit),
+                        _Sampler(self.lab, t.sender, f"( sport = :{t.port} )", f"{t.name}-s", limit)]  # fmt: skip
+            for s in samplers:
+                s.start()
+        box: dict[str, Any] = {}
+
+        def get() -> None:
+            try:
+                box["result"] = initiate(self.lab, t.receiver, job, f"xfer-{t.name}", timeout=t.duration + 30)
+            except Exception as exc:  # raised below, after the samplers are stopped
+                box["error"] = exc
+
+        th = threading.Thread(target=get, daemon=True, name=f"xfer-get-{t.name}")
+        th.start()
+        th.join(t.duration)
+        if th.is_alive():  # past the time limit: the initiator reports what it got
+            self.notes.append(f"interrupted at the duration, {t.duration:g}s")
+            interrupt(self.lab, t.receiver, f"xfer-{t.name}")
+            th.join(30)
+        try:
+            if samplers:
+                rx, tx = (s.stop() for s in samplers)
+                self.figures |= tcp_receiver_figures(rx) | tcp_sender_figures(tx)
+        finally:
+            assert self._responder is not None
+            self._responder.stop()
+        if "error" in box:
+            raise box["error"]
+        if "result" not in box:
+            raise WorkloadError(f"transfer {t.name}: the initiator on {t.receiver} did not return")
+        _code, self.bulk = box["result"]
+        if self.bulk.get("error"):
+            self.notes.append(f"bulk_get: {self.bulk['error']}")
+
+    # -- the contract -----------------------------------------------------------------------------------------
+    def prepare(self) -> None:
+        self.csum = self._csum()
+        if self.task.stack == "tp4":
+            self._prepare_tp4()
+        else:
+            self._prepare_bulk()
+
+    def run(self) -> None:
+        if self.skipped:
+            return
+        if self.task.stack == "tp4":
+            self._run_tp4()
+        else:
+            self._run_bulk()
+        self.csum_after = self._csum()
+
+    def raw(self) -> dict[str, Any]:
+        out: dict[str, Any] = {"notes": self.notes}
+        if self.task.stack == "tp4":
+            return out | {"sender": self.sender_report, "receiver": self.receiver_report}
+        trimmed = {k: v for k, v in self.bulk.items() if k not in ("histogram", "samples_seconds")}
+        return out | {"bulk_get": trimmed, "ss_figures": self.figures}
+
+    def result(self) -> dict[str, float | None]:
+        t = self.task
+        vals: dict[str, float | None] = dict.fromkeys(COLUMNS)
+        if self.skipped:
+            return {f"{t.name}_{k}": v for k, v in vals.items()}
+        if t.stack == "tp4":
+            vals |= tp4_columns(t, self.sender_report, self.receiver_report)
+        else:
+            vals |= bulk_columns(t, self.bulk)
+            vals |= {k: v for k, v in self.figures.items() if k in vals}
+            vals |= {"tsdu_bytes": float(t.tsdu_size), "tsdus_total": float(t.tsdus), "expedited_rate_ratio": 0.0}
+        if self.csum_after and set(self.csum) == set(self.csum_after):
+            vals["csum_errors_total"] = float(sum(self.csum_after[h] - self.csum[h] for h in self.csum))
+        assert set(vals) == set(COLUMNS)
+        return {f"{t.name}_{k}": v for k, v in vals.items()}
