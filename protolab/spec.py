@@ -26,11 +26,11 @@ from pydantic import Field, ValidationError, ValidationInfo, field_validator, mo
 from . import topo, topofile
 from .errors import SpecError as SpecError  # raised here; callers may import it from errors
 from .model.base import COLUMN_RE, NAME_RE, Strict
-from .model.faults import MAX_FAULT_EVENTS_PER_PHASE, Fault, all_out
+from .model.faults import MAX_FAULT_EVENTS_PER_PHASE, Fault, no_path_spans
 from .model.impairment import LinkImpairment
 from .model.report import EXPERIMENTS_DIR, Check, Derived, Knee, Plot, Table, resolve_reference
 from .model.topology import TopologyDef
-from .units import Seconds
+from .units import Seconds, format_duration
 from .workloads import TASK_MODELS
 
 SCHEMA_PATH = EXPERIMENTS_DIR / "schema.json"
@@ -163,6 +163,11 @@ class Phase(Strict):
     faults: list[Fault] = Field(
         default_factory=list, description="timed link and node faults, relative to the phase start"
     )
+    max_no_path: Seconds = Field(
+        1.0,
+        description="the plan warns when the faults leave a task's hosts no whole path for longer than this "
+        "(flaps and 100 % loss steps included), e.g. '1s'",
+    )
 
     @model_validator(mode="after")
     def _unique_task_names(self) -> Phase:
@@ -172,6 +177,8 @@ class Phase(Strict):
         for t in self.tasks:
             if not (t.duration > 0 and math.isfinite(t.duration)):
                 raise ValueError(f"phase {self.name}, task {t.name}: duration must be a finite time longer than 0s")
+        if not (self.max_no_path >= 0 and math.isfinite(self.max_no_path)):
+            raise ValueError(f"phase {self.name}: max_no_path must be a finite time of 0s or more, e.g. '1s'")
         return self
 
     @property
@@ -422,16 +429,23 @@ class Plan:
 
 
 def no_path_warnings(ex: Experiment) -> list[str]:
-    """Phases whose fault schedule takes every path of a task out at once (e.g. both flapping links down)."""
+    """Tasks whose phase's fault schedule leaves a pair of their hosts no whole path (every path with a link cut
+    or at 100 % loss) for longer than the phase's `max_no_path`: the longest such span, and how many there are."""
     t = ex.topology.build()
+    lost = {frozenset(i.link) for i in [*t.impairments, *ex.impairments] if (i.loss or 0) >= 1.0}
     out = []
     for phase in ex.phases:
-        seconds = max(task.duration for task in phase.tasks)
         for task in phase.tasks:
-            links = task.redundant_links(t)
-            for a, b in all_out(phase.faults, links, seconds) if links else []:
-                out.append(f"phase {phase.name}: task {task.name} has no path up from {a:g}s to {b:g}s "
-                           f"({b - a:g} s: every one of {', '.join('-'.join(lk) for lk in links)} is out)")  # fmt: skip
+            for pair, paths in task.paths(t).items():
+                spans = no_path_spans(phase.faults, paths, phase.seconds, lost)
+                a, b = max(spans, key=lambda s: s[1] - s[0], default=(0.0, 0.0))
+                if b - a <= phase.max_no_path:
+                    continue
+                ways = " | ".join(" + ".join(f"{x}-{y}" for x, y in p) for p in paths)
+                more = f" (longest of {len(spans)} such spans)" if len(spans) > 1 else ""
+                out.append(f"phase {phase.name}: task {task.name} ({pair}) has no path up from {a:g}s to {b:g}s, "
+                           f"{b - a:g} s{more}, longer than max_no_path {format_duration(phase.max_no_path)} "
+                           f"({'paths' if len(paths) > 1 else 'path'}: {ways})")  # fmt: skip
     return out
 
 

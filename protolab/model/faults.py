@@ -14,6 +14,7 @@ dashboards that group by link show node faults too (protolab.chaos runs node eve
 from __future__ import annotations
 
 import math
+from collections.abc import Collection
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
@@ -334,31 +335,56 @@ class Event:
         }
 
 
-def all_out(faults: list[Fault], links: list[tuple[str, str]], phase_seconds: float) -> list[tuple[float, float]]:
-    """The spans (seconds after the phase start) in which every one of `links` is out: cut (`down` until `up`) or
-    black-holed (`set` to 100 % loss until a `set` below it). Links are matched in either order; a link no fault
-    touches is never out."""
-    keys = {frozenset(lk) for lk in links}
-    edges: dict[frozenset[str], list[tuple[float, bool]]] = {k: [] for k in keys}
+Link = tuple[str, str]
+
+
+def no_path_spans(
+    faults: list[Fault], paths: list[list[Link]], phase_seconds: float, out_from_start: Collection[frozenset[str]] = ()
+) -> list[tuple[float, float]]:
+    """The spans (seconds after the phase start) in which every one of `paths` (each a list of links, all needed)
+    has a link out: cut (`down` until `up`) or black-holed (`set` to 100 % loss in either direction until a `set`
+    of less). Links match in either order; a link no fault touches is out only if in `out_from_start` (a 100 %
+    loss configured for the whole phase). No paths: no span."""
+    if not paths:
+        return []
+    keys = {frozenset(lk) for p in paths for lk in p}
+    edges: list[tuple[float, int, frozenset[str], bool]] = []
     for f in faults:
         if f.link is None or frozenset(f.link) not in keys:
             continue
         for ev in f.events(phase_seconds):
             if ev.action in ("down", "up"):
-                edges[frozenset(ev.link)].append((ev.at, ev.action == "down"))
+                edges.append((ev.at, len(edges), frozenset(ev.link), ev.action == "down"))
             elif ev.action == "set" and ev.impairment is not None and ev.impairment.loss is not None:
-                edges[frozenset(ev.link)].append((ev.at, ev.impairment.loss >= 1.0))
+                edges.append((ev.at, len(edges), frozenset(ev.link), ev.impairment.loss >= 1.0))
+    edges.sort()
+    out = {k: k in out_from_start for k in keys}
+    path_keys = [[frozenset(lk) for lk in p] for p in paths]
 
-    def out_at(es: list[tuple[float, bool]], a: float) -> bool:
-        past = [down for t, down in sorted(es) if t <= a]
-        return past[-1] if past else False
+    def none_up() -> bool:
+        return all(any(out[k] for k in p) for p in path_keys)
 
-    times = sorted({0.0, phase_seconds, *(t for es in edges.values() for t, _ in es)})
     spans: list[tuple[float, float]] = []
-    for a, b in zip(times, times[1:], strict=False):
-        if links and all(out_at(es, a) for es in edges.values()):
-            if spans and spans[-1][1] == a:
-                spans[-1] = (spans[-1][0], b)
-            else:
-                spans.append((a, b))
+    start: float | None = 0.0 if none_up() else None
+    i = 0
+    while i < len(edges):
+        t = edges[i][0]
+        while i < len(edges) and edges[i][0] == t:  # every change at one instant, in schedule order
+            out[edges[i][2]] = edges[i][3]
+            i += 1
+        if t >= phase_seconds:
+            break
+        if none_up() and start is None:
+            start = t
+        elif not none_up() and start is not None:
+            if t > start:
+                spans.append((start, t))
+            start = None
+    if start is not None and phase_seconds > start:
+        spans.append((start, phase_seconds))
     return spans
+
+
+def all_out(faults: list[Fault], links: list[Link], phase_seconds: float) -> list[tuple[float, float]]:
+    """The spans in which every one of `links` is out (each link a path of its own: no_path_spans)."""
+    return no_path_spans(faults, [[lk] for lk in links], phase_seconds)

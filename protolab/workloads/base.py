@@ -9,14 +9,20 @@ from __future__ import annotations
 import importlib
 import json
 import re
+from collections import deque
 from dataclasses import dataclass
-from typing import Any, Generic, Protocol, TypeVar
+from typing import TYPE_CHECKING, Any, Generic, Protocol, TypeVar
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from ..errors import ProtolabError
 from ..registry import Registry
 from ..units import Seconds
+
+if TYPE_CHECKING:
+    from ..topo import Topology
+
+Link = tuple[str, str]
 
 
 class WorkloadError(ProtolabError):
@@ -50,10 +56,11 @@ class TaskModel(BaseModel):
         """Tidy columns this task produces (`<task>_<quantity>_<unit>`)."""
         raise NotImplementedError
 
-    def redundant_links(self, topology: Any) -> list[tuple[str, str]]:
-        """Links of which the task needs one up at every moment (its paths); the plan flags a fault schedule
-        that takes them all out at once. Default: none."""
-        return []
+    def paths(self, topology: Topology) -> dict[str, list[list[Link]]]:
+        """For each pair of hosts the task carries traffic between ('h1->h2'), its paths: each a list of links,
+        all needed; one whole path is enough. The plan flags a fault schedule that leaves a pair no path for
+        longer than the phase's `max_no_path`. Default: none (the task's traffic has no fixed path)."""
+        return {}
 
     def address_family(self) -> int:
         """4 or 6: which of the lab's addresses the task sends to (a lab without IPv6 refuses 6)."""
@@ -62,6 +69,53 @@ class TaskModel(BaseModel):
     def scrape_ports(self) -> dict[str, list[int]]:
         """Ports of the task's processes with their own /metrics, per node ("*": every node)."""
         return {}
+
+
+def host_paths(topology: Topology, client: str, server: str, interfaces: tuple[int, ...] = (0,)) -> list[list[Link]]:
+    """The paths from `client` to each of `server`'s interfaces (by index, its links in order, as `lab.ip(server,
+    i)` addresses them): the shortest way to the far end of that link through switches and forwarding nodes, then
+    the link. An interface the server lacks, or one the client cannot reach, gives no path (the plan then has
+    nothing to flag for it)."""
+    own = [lk for lk in topology.links if server in (lk.node1, lk.node2)]
+    transit = {s.name for s in topology.switches} | {h.name for h in topology.hosts if h.forwarding}
+    out: list[list[Link]] = []
+    for i in interfaces:
+        if i >= len(own):
+            continue
+        last = own[i]
+        far = last.node2 if last.node1 == server else last.node1
+        if far != client and far not in transit:
+            continue  # a host that does not forward
+        way = _shortest(topology, client, far, transit - {server})
+        if way is not None and (path := [*way, (last.node1, last.node2)]) not in out:
+            out.append(path)
+    return out
+
+
+def _shortest(topology: Topology, a: str, b: str, transit: set[str]) -> list[Link] | None:
+    """Links of a shortest way from a to b passing only through `transit` nodes (breadth first)."""
+    if a == b:
+        return []
+    came: dict[str, tuple[str, Link]] = {}
+    queue = deque([a])
+    while queue:
+        n = queue.popleft()
+        for lk in topology.links:
+            if n not in (lk.node1, lk.node2):
+                continue
+            m = lk.node2 if lk.node1 == n else lk.node1
+            if m == a or m in came:
+                continue
+            came[m] = (n, (lk.node1, lk.node2))
+            if m == b:
+                way = []
+                while m != a:
+                    m, link = came[m]
+                    way.append(link)
+                return way[::-1]
+            if m in transit:
+                queue.append(m)
+    return None
 
 
 class LabAPI(Protocol):

@@ -9,12 +9,15 @@ each way; on a lossy link it is restarted, and the measurement window moves to t
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import TYPE_CHECKING, Literal
 
 from pydantic import Field, model_validator
 
 from ..units import BitsPerSecond, Bytes
-from .base import TaskModel, workload
+from .base import Link, TaskModel, host_paths, workload
+
+if TYPE_CHECKING:
+    from ..topo import Topology
 
 
 @workload("iperf3", runner="protolab.workloads.iperf3_runner:Iperf3Runner")
@@ -42,6 +45,9 @@ class Iperf3Task(TaskModel):
 
     def nodes(self) -> list[str]:
         return [self.client, self.server]
+
+    def paths(self, topology: Topology) -> dict[str, list[list[Link]]]:
+        return {f"{self.client}->{self.server}": host_paths(topology, self.client, self.server)}
 
     def columns(self) -> list[str]:
         cols = [f"{self.name}_goodput_bits_per_second"]

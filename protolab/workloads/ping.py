@@ -14,12 +14,15 @@ one, so the edge error is bounded by half the interval plus scheduling noise.
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import TYPE_CHECKING, Literal
 
 from pydantic import Field, model_validator
 
 from ..units import Bytes, Seconds
-from .base import TaskModel, workload
+from .base import Link, TaskModel, host_paths, workload
+
+if TYPE_CHECKING:
+    from ..topo import Topology
 
 
 @workload("ping", runner="protolab.workloads.ping_runner:PingRunner")
@@ -50,6 +53,9 @@ class PingTask(TaskModel):
 
     def nodes(self) -> list[str]:
         return [self.client, self.server]
+
+    def paths(self, topology: Topology) -> dict[str, list[list[Link]]]:
+        return {f"{self.client}->{self.server}": host_paths(topology, self.client, self.server)}
 
     def columns(self) -> list[str]:
         n = self.name

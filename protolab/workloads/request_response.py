@@ -11,7 +11,11 @@ second interfaces (the server signals its second address; the client's second ad
 endpoint, `backup` while path A works, or `fullmesh`); `redundant: true` sends every request on both paths
 over two connections of `transport`. `rto_min` sets the route option on both hosts' routes (TCP and MPTCP
 subflows retransmit sooner than the kernel's 200 ms); like every task, `sysctls` sets network sysctls in both hosts'
-namespaces (e.g. `net.mptcp.stale_loss_cnt`) for the phase; everything is put back after it.
+namespaces (e.g. `net.mptcp.stale_loss_cnt`, `net.ipv4.tcp_retries2`) for the phase; everything is put back after
+it. `options` are the initiator's socket knobs (`protolab-spims transports --knobs`: e.g. `user_timeout`,
+TCP_USER_TIMEOUT; a connection it ends ends the task, the agent does not reconnect). The tuning is recorded in
+raw/tasks under `tool.setup.tuning`: rto_min, the sysctls as read back, the options, and each connection's
+knobs as in force.
 
 Columns: `<task>_rtt_{mean,p50,p99,p999,max}_seconds` (the max counts a timed-out round trip as `timeout`),
 `<task>_exchanges_total`, `<task>_late_total` and `<task>_late_ratio` (round trips longer than `late_bound`,
@@ -24,13 +28,16 @@ in flight completing late, or timing out and the next one answering; 0 when noth
 
 from __future__ import annotations
 
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Literal
 
 from pydantic import Field, model_validator
 
 from ..units import Bytes, Seconds
-from .base import TaskModel, workload
+from .base import Link, TaskModel, host_paths, workload
 from .spims import TRANSPORTS
+
+if TYPE_CHECKING:
+    from ..topo import Topology
 
 
 @workload("request_response", runner="protolab.workloads.request_response_runner:RequestResponseRunner")
@@ -73,11 +80,13 @@ class RequestResponseTask(TaskModel):
     def two_paths(self) -> bool:
         return bool(self.mptcp) or self.redundant
 
-    def redundant_links(self, topology: Any) -> list[tuple[str, str]]:
-        """With two paths: the client's links (one of them must be up for a reply to come)."""
-        if not self.two_paths():
-            return []
-        return [(lk.node1, lk.node2) for lk in topology.links if self.client in (lk.node1, lk.node2)]
+    def paths(self, topology: Topology) -> dict[str, list[list[Link]]]:
+        """To the server's first interface (path A); with two paths also to its second (path B), as for SCTP,
+        whose ends bind every address (a multihomed association)."""
+        both = self.two_paths() or self.transport == "sctp"
+        return {
+            f"{self.client}->{self.server}": host_paths(topology, self.client, self.server, (0, 1) if both else (0,))
+        }
 
     def nodes(self) -> list[str]:
         return [self.client, self.server]

@@ -27,13 +27,16 @@ Columns, per statement (`<task>_` alone for a one-statement spec, else `<task>_s
 from __future__ import annotations
 
 from dataclasses import replace
-from typing import Literal
+from typing import TYPE_CHECKING, Literal
 
 from pydantic import Field, field_validator, model_validator
 
 from ..spims import Job, Specification, SpimsSyntaxError, expand, parse
 from ..units import Seconds
-from .base import TaskModel, workload
+from .base import Link, TaskModel, host_paths, workload
+
+if TYPE_CHECKING:
+    from ..topo import Topology
 
 # protolab-spims's registry (agents/transport); `protolab-spims transports` says which this kernel has
 TRANSPORTS = ("tcp", "tls", "udp", "quic", "mptcp", "sctp")
@@ -125,6 +128,11 @@ class SpimsTask(TaskModel):
     def nodes(self) -> list[str]:
         hosts = [h for j in self.jobs() for h in (j.initiator_host, j.responder_host) if h]
         return list(dict.fromkeys(hosts))
+
+    def paths(self, topology: Topology) -> dict[str, list[list[Link]]]:
+        """Each initiator's path to its responder's first interface (the address it is sent to)."""
+        pairs = dict.fromkeys((j.initiator_host, j.responder_host) for j in self.jobs())
+        return {f"{a}->{b}": host_paths(topology, a, b) for a, b in pairs if a and b and a != b}
 
     def prefix(self, group: int) -> str:
         return self.name if len(self.parsed().statements) == 1 else f"{self.name}_s{group}"
