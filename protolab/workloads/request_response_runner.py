@@ -145,6 +145,7 @@ class RequestResponseRunner(WorkloadRunner[RequestResponseTask]):
                 for r in routes:
                     self._sh(node, f"ip route change {r} rto_min {t.rto_min * 1e3:g}ms", undo=f"ip route replace {r}")
                 self.setup.setdefault(node, {})["routes"] = self._sh(node, "ip route show").strip()
+        self.setup["tuning"] = self.tuning()
         self.responder = Responder(self.lab, t.server, t.transport, t.port)
         try:
             self.responder.start()
@@ -161,6 +162,17 @@ class RequestResponseRunner(WorkloadRunner[RequestResponseTask]):
             )
             if self.lab.exec(t.client, ["sh", "-c", wait])[0] == 0:
                 time.sleep(0.2)  # from the process to its netlink subscription
+
+    def tuning(self) -> dict[str, Any]:
+        """The task's TCP tuning in one place: rto_min on the hosts' routes (their routes as set are under each
+        host), the sysctls as read back from each host, and the initiator's socket knobs as asked (`options`);
+        after the run `socket` adds what each connection had in force (the agent's getsockopt)."""
+        t = self.task
+        return {
+            "rto_min": None if t.rto_min is None else f"{t.rto_min * 1e3:g}ms",
+            "sysctls": {node: dict(v) for node, v in self.sysctls_set.items()},
+            "options": dict(t.options),
+        }
 
     def _monitor(self) -> None:
         """`ip -ts mptcp monitor` on the client until run() ends it (its lines are the subflows' timeline)."""
@@ -191,6 +203,9 @@ class RequestResponseRunner(WorkloadRunner[RequestResponseTask]):
             return
         try:
             code, self.result_json = initiate(self.lab, t.client, self.job(), t.name)
+            self.setup.setdefault("tuning", self.tuning())["socket"] = [
+                p.get("tuning") or {} for p in self.result_json.get("paths") or []
+            ]
             if code != 0:
                 raise WorkloadError(f"request_response task {t.name}: exit {code}: {self.result_json.get('error')}")
         finally:
