@@ -6,6 +6,11 @@ router r2 (10.0.2.0/24, r2 = .254). r1-r2 is the satellite link (10.0.254.0/30),
 `delay` one way and `ber` bit errors: a packet of n bytes on it is lost with probability 1-(1-ber)^(8n) (a
 damaged frame fails its checksum and is dropped, as the paper's channel model assumes). The site LANs run at
 `rate` and add nothing.
+
+`queue` is the link's queue limit in packets each way (the impairment's `limit`): the 1000 packets sized for
+fast links would hold minutes at 64 kbit/s (1000 full frames = 190 s), a bufferbloat no satellite modem has.
+It also bounds the packets held for the delay (netem's queue, linkem's): 20 leaves room for the ~13 small
+TPDUs (170 B frames) that 270 ms at 64 kbit/s holds.
 """
 
 from pydantic import Field
@@ -25,6 +30,9 @@ class SatelliteParams(TopologyParams):
     ber: float | None = Field(
         None, ge=0, le=MAX_BER, description=f"bit error rate of the satellite link, 0 or null: none, at most {MAX_BER}"
     )
+    queue: int = Field(
+        20, ge=2, le=10000, description="queue limit of the satellite link each way, packets (held for the delay too)"
+    )
 
 
 @register("satellite", SatelliteParams)
@@ -41,9 +49,9 @@ def build(p: SatelliteParams) -> Topology:
             t.hosts.append(Host(name, routes=[(f"10.0.{far}.0/24", f"10.0.{subnet}.254"),
                                               ("10.0.254.0/30", f"10.0.{subnet}.254")]))  # fmt: skip
             t.links.append(Link(name, switch, ip1=lan_ip(subnet, i), rate_bps=p.rate, segment=f"site_{'ab'[site]}"))
-    imp = {"delay": f"{p.delay * 1e6:.0f}us"} if p.delay else {}
+    imp: dict[str, str | float | int] = {"delay": f"{p.delay * 1e6:.0f}us"} if p.delay else {}
     if p.ber:
         imp["ber"] = p.ber
     if imp:
-        t.impairments.append(LinkImpairment(link=("r1", "r2"), direction="both", **imp))
+        t.impairments.append(LinkImpairment(link=("r1", "r2"), direction="both", limit=p.queue, **imp))
     return t

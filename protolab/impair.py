@@ -49,8 +49,18 @@ class Endpoint:
         return ["nsenter", "-t", str(self.pid), "-n", *args] if self.pid else list(args)
 
 
+LOW_RATE_BPS = 1e6  # below it a 10-frame burst is a long time of line rate (15 KB = 1.9 s at 64 kbit/s)
+
+
+def htb_burst(rate: float) -> int:
+    """HTB burst and cburst, bytes: 4 ms of line rate, at least 10 full frames, or one frame below 1 Mbit/s (a
+    burst of 15 KB would let a TCP initial window pass a 64 kbit/s shaper at the line rate)."""
+    floor = MTU_FRAME_BYTES if rate < LOW_RATE_BPS else 15000
+    return max(floor, int(rate / 8 / 250))
+
+
 def _rate_args(rate: float) -> list[str]:
-    burst = max(15000, int(rate / 8 / 250))  # 4 ms of line rate, at least 10 full frames
+    burst = htb_burst(rate)
     return ["rate", f"{int(rate)}bit", "ceil", f"{int(rate)}bit", "burst", str(burst), "cburst", str(burst),
             "quantum", str(MTU_FRAME_BYTES)]  # fmt: skip
 

@@ -47,6 +47,7 @@ PASS_THROUGH = {"delay": 1e-6, "jitter": None, "loss": None, "loss_model": None,
                 "corrupt": None, "ber": None}  # fmt: skip
 LOSS_CONFIDENCE = 0.999
 PING_COUNT, PING_INTERVAL, PING_FRAME = 1000, 0.002, 56 + 8 + 20 + 14
+ETHERNET_HEADER, IPV4_HEADER, IPV6_HEADER = 14, 20, 40
 PING_MIN_COUNT, PING_SECONDS, PING_PIPE = 200, 2.0, 40
 RATE_OVERDRIVE = 1.2
 UDP_OVERHEAD = 8 + 20 + 14  # UDP + IPv4 + Ethernet header bytes on the wire per datagram
@@ -118,6 +119,11 @@ class Expected:
     rated: tuple[str, str] | None  # the spec-rated direction on the path (measured at its shaping device)
 
 
+def ping_ip_bytes(p: ProbePath) -> int:
+    """A probe echo's IP length: what a bit error rate applies to (linkem draws 1-(1-ber)^(8 x IP length))."""
+    return PING_FRAME - ETHERNET_HEADER + (IPV6_HEADER - IPV4_HEADER if ":" in p.dst_ip else 0)
+
+
 def expected(p: ProbePath, configured: dict[tuple[str, str], tuple[Impairment, str]], spec_rated: set) -> Expected:
     def imp(d: tuple[str, str]) -> Impairment:
         return configured.get(d, (Impairment(), "sender"))[0]
@@ -128,7 +134,7 @@ def expected(p: ProbePath, configured: dict[tuple[str, str], tuple[Impairment, s
     for d in fwd + rev:
         i = imp(d)
         loss = i.loss_model.mean_loss() if i.loss_model else (i.loss or 0.0)
-        keep *= (1 - loss) * (1 - (i.corrupt_probability(PING_FRAME) or 0.0))
+        keep *= (1 - loss) * (1 - (i.corrupt_probability(ping_ip_bytes(p)) or 0.0))
     rated = [d for d in fwd if d in spec_rated and imp(d).rate]
     return Expected(
         rate_bps=min(rates) if rated else None,

@@ -155,3 +155,13 @@ def test_self_check_rtt_bound_allows_for_the_mean_of_a_jittered_path():
     assert rtt_bound(0.010, 0.001, 1000, (0.0002, 200)) == pytest.approx(
         0.0005 + 3 * (0.001**2 / 1000 + 0.0002**2 / 200) ** 0.5
     )
+
+
+def test_a_bit_error_rate_applies_to_the_echos_ip_length_as_linkem_draws_it():
+    t = topo.build("satellite", {"ber": 1e-3})
+    p = selfcheck.plan(t, ("r1", "r2"), {("r1", "r2"), ("r2", "r1")})
+    ber = Impairment(ber=1e-3)
+    want = selfcheck.expected(p, {("r1", "r2"): (ber, "sender"), ("r2", "r1"): (ber, "sender")}, set())
+    ip = 56 + 8 + 20  # ping's payload, ICMP and IPv4 headers: no Ethernet header
+    assert selfcheck.ping_ip_bytes(p) == ip
+    assert want.loss_ratio == pytest.approx(1 - (1 - 1e-3) ** (2 * 8 * ip))

@@ -157,3 +157,13 @@ def test_netem_leaves_a_bit_error_rate_to_linkem_which_draws_it_per_packet_size(
         assert impair.NetemBackend().change(sender, receiver, old, new, "sender") is False  # reapplied whole
     finally:
         impair.Linkem.stop_all()
+
+
+@pytest.mark.parametrize(
+    ("rate", "burst"),
+    [(64e3, 1514), (999e3, 1514), (1e6, 15000), (10e6, 15000), (1e9, 500000)],
+)
+def test_htb_burst_is_one_frame_on_slow_links_and_ten_frames_or_4ms_from_1_mbit(rate, burst):
+    assert impair.htb_burst(rate) == burst
+    args = impair._rate_args(rate)
+    assert args[args.index("burst") + 1] == args[args.index("cburst") + 1] == str(burst)

@@ -33,3 +33,12 @@ def test_no_ber_no_bit_errors_and_a_zero_delay_link_is_unimpaired():
 def test_a_bit_error_rate_outside_0_to_1e_2_is_refused(ber):
     with pytest.raises(ValidationError, match="ber"):
         topo.build("satellite", {"ber": ber})
+
+
+def test_the_satellite_queue_is_the_links_limit_each_way_not_netems_1000_packets():
+    (imp,) = topo.build("satellite", {"ber": 1e-5}).impairments
+    assert imp.queue_limit() == 20 and imp.netem_args()[:2] == ["limit", "20"]
+    (imp,) = topo.build("satellite", {"queue": 64}).impairments
+    assert imp.queue_limit() == 64
+    with pytest.raises(ValidationError, match="queue"):
+        topo.build("satellite", {"queue": 0})
