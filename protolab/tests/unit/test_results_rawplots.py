@@ -1,13 +1,15 @@
 """Plots of raw series (ccdf of a histogram series, each sample of a series: SCIOP's Fig. 8) and the MPTCP
 subflow timeline parsed from `ip -ts mptcp monitor`."""
 
+import json
+
 import pytest
 from pydantic import ValidationError
 
 from protolab.model.report import Plot
 from protolab.results.rawplots import ccdf, histogram, raw_plot_png, samples
 from protolab.results.sweep import Sweep
-from protolab.results.timeline import fault_timeline_png
+from protolab.results.timeline import fault_timeline_png, subflow_lanes
 from protolab.workloads.request_response_runner import monitor_events, subflow_series
 
 from .test_results_render import PNG_MAGIC
@@ -97,8 +99,40 @@ def test_the_fault_timeline_draws_the_subflows(tmp_path):
     (tmp_path / "raw").mkdir()
     rows = ["point,repetition,phase,series,labels,timestamp_seconds,value",
             f"p000,0,rr,rr_late_rtt_seconds,{{}},{t0 + 6.1},0.2"]  # fmt: skip
-    rows += [f'p000,0,rr,rr_subflows,"{{""event"":""{e}""}}",{t},{v}' for _, t, v, lab in
-             subflow_series(MONITOR, "rr_subflows") for e in [lab["event"]]]  # fmt: skip
+    rows += [f'p000,0,rr,rr_subflows,"{json.dumps(lab).replace(chr(34), chr(34) * 2)}",{t},{v}'
+             for _, t, v, lab in subflow_series(MONITOR, "rr_subflows")]  # fmt: skip
     (tmp_path / "raw" / "series.csv").write_text("\n".join(rows) + "\n")
     png, caption = fault_timeline_png(tmp_path)
-    assert png.startswith(PNG_MAGIC) and "MPTCP subflows up" in caption
+    assert png.startswith(PNG_MAGIC) and "MPTCP subflows up, one lane per subflow" in caption
+
+
+def test_each_subflow_of_the_captured_monitor_is_a_lane_of_its_own():
+    rows = [
+        {"series": n, "t": t - 1795563499.0, "labels": lab} for n, t, _, lab in subflow_series(MONITOR, "rr_subflows")
+    ]
+    lanes = subflow_lanes(rows, end=40.0)
+    assert list(lanes) == ["10.0.1.1 -> 10.0.1.2", "10.0.2.1 -> 10.0.2.2"]
+    ((a0, b0, backup0),) = lanes["10.0.1.1 -> 10.0.1.2"]  # the initial subflow on path A, closed by a timeout
+    assert (a0, b0, backup0) == (pytest.approx(0.714682), pytest.approx(6.0), False)
+    ((a1, b1, backup1),) = lanes["10.0.2.1 -> 10.0.2.2"]  # path B's, a backup until the connection closed
+    assert (a1, b1, backup1) == (pytest.approx(0.714697), pytest.approx(17.737152), True)
+
+
+def test_subflow_lanes_follow_priority_changes_and_end_open_ones():
+    def row(t, event, sf=None, backup=None, series="rr_subflows"):
+        labels = {"event": event} | ({"subflow": sf} if sf else {}) | ({"backup": backup} if backup else {})
+        return {"series": series, "t": t, "labels": labels}
+
+    a, b6 = "10.0.1.1:1->10.0.1.2:7200", "fd00:10:0:2::1:2->fd00:10:0:2::2:7200"
+    rows = [row(1, "ESTABLISHED", a), row(2, "SF_ESTABLISHED", b6, "1"), row(5, "SF_PRIORITY", b6, "0"),
+            row(6, "SF_CLOSED", a), row(7, "ESTABLISHED", a),
+            row(3, "SF_ESTABLISHED", a, series="x_subflows")]  # fmt: skip
+    lanes = subflow_lanes(rows, end=10.0)
+    assert lanes == {
+        "rr: 10.0.1.1 -> 10.0.1.2": [(1, 6, False), (7, 10.0, False)],  # down from 6 s to 7 s, then up to the end
+        "rr: fd00:10:0:2::1 -> fd00:10:0:2::2": [(2, 5, True), (5, 10.0, False)],  # a backup until 5 s
+        "x: 10.0.1.1 -> 10.0.1.2": [(3, 10.0, False)],
+    }
+    assert subflow_lanes([row(1, "ESTABLISHED", a), row(4, "CLOSED")], end=9.0) == {
+        "10.0.1.1 -> 10.0.1.2": [(1, 4, False)]
+    }
