@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import base64
 import json
+import re
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -102,6 +103,20 @@ def _check_groups(rows: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
             }
         )
     return sorted(out, key=lambda g: g["ok"])
+
+
+SKIP_RE = re.compile(r"^(?P<point>\S+) \((?P<label>.*?)\) task (?P<task>\S+): (?P<why>.*)$", re.S)
+
+
+def _skipped(summary: Mapping[str, Any]) -> list[dict[str, Any]]:
+    """summary.json's skip lines ('p006 (variant=sctp, ...) task rr: why') grouped by task and reason: one entry
+    each, with the points it covers (a line of another shape is an entry of its own)."""
+    groups: dict[tuple[str, str], list[str]] = {}
+    for line in summary.get("skipped") or []:
+        m = SKIP_RE.match(str(line))
+        key = (m["task"], m["why"].strip()) if m else ("", str(line))
+        groups.setdefault(key, []).append(f"{m['point']} ({m['label']})" if m else "")
+    return [{"task": task, "why": why, "points": [p for p in points if p]} for (task, why), points in groups.items()]
 
 
 def _stat_rows(summary: Mapping[str, Any], sweep: Sweep) -> list[dict[str, str]]:
@@ -248,6 +263,7 @@ def report_html(
         "checks_passed": (summary or {}).get("checks_passed", 0),
         "checks_failed": (summary or {}).get("checks_failed", 0),
         "stats": _stat_rows(summary or {}, sweep),
+        "skipped": _skipped(summary or {}),
         "tables": [
             {
                 "name": t.spec.name,
