@@ -439,6 +439,10 @@ class Lab:
             data = [i.name for i in mn.intfList() if i.name != "lo"]
             for intf in data:
                 _frames_not_superpackets(intf, mn)
+            self._add_interfaces(h, mn)
+            for x in h.interfaces:
+                if x.address and t.ipv6:
+                    v6[h.name].append(f"ip -6 addr add {topo.v6_address(x.address)} dev {x.name} nodad")
             cmds = ["ip route del default 2>/dev/null", "ip -6 route del default 2>/dev/null"]  # never via mgmt
             for dst, gw in h.routes:
                 cmds.append(f"ip route replace {dst} via {gw}")
@@ -458,6 +462,24 @@ class Lab:
                 for c in v6[h.name]:
                     if c.split()[4].split("/")[0] not in out:
                         raise LabError(f"{h.name}: address {c.split()[4]} missing after configuration:\n{out}")
+
+    def _add_interfaces(self, h: topo.Host, mn: Any) -> None:
+        """A node's extra interfaces, made inside its network namespace (so they go with the container): dummy
+        interfaces, or an IFB in their place where the kernel has no dummy driver (it also holds addresses and
+        sends nothing on)."""
+        for x in h.interfaces:
+            made = mn.cmd(f"if ip link add {x.name} type dummy 2>/dev/null; then echo made-dummy;"
+                          f" elif ip link add {x.name} type ifb 2>&1; then echo made-ifb; fi").split()  # fmt: skip
+            if "made-dummy" not in made and "made-ifb" not in made:
+                raise LabError(f"{h.name}: cannot make interface {x.name}: {' '.join(made)}")
+            if "made-dummy" not in made:
+                self.actions.append(f"{h.name}: {x.name} is an IFB (this kernel has no dummy interfaces)")
+            mn.cmd(f"ip link set dev {x.name} up")
+            if x.address:
+                mn.cmd(f"ip addr add {x.address} dev {x.name}")
+            out = mn.cmd(f"ip -o -4 addr show dev {x.name}")
+            if x.address and f" {x.address} " not in out:
+                raise LabError(f"{h.name}: address {x.address} missing on {x.name} after configuration:\n{out}")
 
     def _resolve_neighbors(self) -> None:
         """Every node pings each address on its subnets once, over IPv4 and IPv6, before any impairment: the

@@ -191,7 +191,10 @@ class Keeper:
             "nodes": [{"name": h.name, "role": h.role, "image": lab.images[h.name], "cpus": lab.cpus.get(h.name),
                        "container": naming.container_name(h.name), "pid": lab.nodes[h.name].pid,
                        "mgmt_ip": lab.nodes[h.name].mgmt_ip, "routes": [list(r) for r in h.routes],
-                       "routes6": [list(r) for r in t.routes6(h)] if t.ipv6 else []}
+                       "routes6": [list(r) for r in t.routes6(h)] if t.ipv6 else [],
+                       "interfaces": [{"name": x.name, "kind": x.kind, "address": x.address,
+                                       "address6": topo.v6_address(x.address) if x.address and t.ipv6 else None}
+                                      for x in h.interfaces]}
                       for h in t.hosts],
             "bridges": [{"name": s.name, "mode": s.mode, "capacity_bps": s.capacity_bps} for s in t.switches],
             "links": _link_rows(t),
@@ -542,6 +545,9 @@ def inspect_text(st: dict[str, Any]) -> str:
                 v6 = f" {e['address6']}" if e.get("address6") else ""
                 addrs.setdefault(e["node"], []).append(f"{e['interface']} {e['address']}{v6}")
     for n in st["nodes"]:
+        for x in n.get("interfaces", []):
+            v6 = f" {x['address6']}" if x.get("address6") else ""
+            addrs.setdefault(n["name"], []).append(f"{x['name']} {x['address'] or '(no address)'}{v6}")
         cpu = f", {n['cpus']} cores" if n["cpus"] else ""
         lines.append(f"  {n['name']:<10} {n['role']:<8} {n['image']}{cpu}  {'; '.join(addrs.get(n['name'], []))}")
     lines += ["", "links:"]

@@ -18,17 +18,27 @@ import sys
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Literal
+from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
 from .errors import SpecError
 from .model.impairment import LinkImpairment
+from .model.topology import interface_name_problem
 from .registry import Registry
 from .units import BitsPerSecond
 
 REPO = Path(__file__).resolve().parent.parent
 TOPOLOGY_DIR = REPO / "mininet-topologies"
+
+
+@dataclass
+class Interface:
+    """An extra interface made inside a container at deploy, beside one per link (e.g. a loopback address)."""
+
+    name: str
+    kind: Literal["dummy"] = "dummy"  # holds addresses, sends nothing
+    address: str | None = None  # 'a.b.c.d/len'; with ipv6 also its twin (v6_address)
 
 
 @dataclass
@@ -41,6 +51,7 @@ class Host:
     cpus: float | None = None  # CPU budget in cores; None: the experiment's (or none)
     forwarding: bool = False  # routers forward IPv4 (and multicast, with smcroute)
     routes: list[tuple[str, str]] = field(default_factory=list)  # (destination prefix, gateway)
+    interfaces: list[Interface] = field(default_factory=list)  # extra ones, beyond one per link
 
 
 @dataclass
@@ -164,6 +175,7 @@ class Topology:
                 elif str(iface.ip) in addrs:
                     out.append(f"{what}: {iface.ip} is also {addrs[str(iface.ip)]}'s (an address given twice)")
                 addrs.setdefault(str(iface.ip), n)
+        out += self._interface_problems(addrs)
         out += self._route_problems(addrs)
         for imp in self.impairments:
             if frozenset(imp.link) not in pairs:
@@ -201,6 +213,46 @@ class Topology:
         if addrs.get(gw) == host:
             return f"gateway {gw} is {host}'s own address"
         return None
+
+    def _interface_problems(self, addrs: dict[str, str]) -> list[str]:
+        """Extra interfaces: names no link interface has, addresses no other interface has, subnets apart."""
+        out = []
+        nets: dict[Any, str] = {}  # subnet -> whose
+        for lk in self.links:
+            for ip in (lk.ip1, lk.ip2):
+                if ip is not None:
+                    with contextlib.suppress(ValueError):  # reported with the link
+                        nets.setdefault(ipaddress.ip_interface(ip).network, f"link {lk.node1}-{lk.node2}")
+        generated: dict[str, list[str]] = {}  # as interfaces(), which needs every link's nodes to exist
+        for lk in self.links:
+            for n in (lk.node1, lk.node2):
+                generated.setdefault(n, []).append(f"{n}-eth{len(generated.get(n, []))}")
+        for h in self.hosts:
+            names = [x.name for x in h.interfaces]
+            for x in h.interfaces:
+                what = f"node {h.name}: interface {x.name}"
+                if why := interface_name_problem(x.name):
+                    out.append(f"{what}: {why}")
+                elif x.name in generated.get(h.name, []) or names.count(x.name) > 1:
+                    out.append(f"{what}: the node has another interface of that name")
+                if x.kind != "dummy":
+                    out.append(f"{what}: kind {x.kind!r}; an extra interface is a dummy")
+                if x.address is None:
+                    continue
+                try:
+                    iface = ipaddress.ip_interface(x.address)
+                except ValueError:
+                    out.append(f"{what}: {x.address!r} is not an address with a prefix length, e.g. 192.0.2.1/32")
+                    continue
+                if "/" not in x.address or iface.version != 4:
+                    out.append(f"{what}: {x.address!r}: give an IPv4 address with its prefix length, e.g. 192.0.2.1/32")
+                elif str(iface.ip) in addrs:
+                    out.append(f"{what}: {iface.ip} is also {addrs[str(iface.ip)]}'s (an address given twice)")
+                elif clash := next((w for n, w in nets.items() if n.overlaps(iface.network)), None):
+                    out.append(f"{what}: {iface.network} overlaps the subnet of {clash}")
+                addrs.setdefault(str(iface.ip), h.name)
+                nets.setdefault(iface.network, f"{h.name}'s {x.name}")
+        return out
 
     def _route_problems(self, addrs: dict[str, str]) -> list[str]:
         out = []

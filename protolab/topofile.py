@@ -11,7 +11,8 @@ Resolution:
   containers is a subnet of its own. Subnets not given are the next free /24 of 10.0.0.0/8 from 10.0.1.0;
   members are numbered .1, .2, ... in the order they join, skipping addresses given explicitly.
 - Routes: every container gets a route to every subnet it is not on, through the first router on a shortest
-  path (routers forward; hosts do not), unless its own `routes` already cover that subnet.
+  path (routers forward; hosts do not), unless its own `routes` already cover that subnet. A node's extra
+  interface (`interfaces`) is a subnet of its own, reached through that node when it is a neighbor.
 """
 
 from __future__ import annotations
@@ -29,7 +30,7 @@ from . import naming
 from .errors import SpecError
 from .model.impairment import LinkImpairment
 from .model.topology import TopologyDef
-from .topo import TOPOLOGY_DIR, Host, Link, Switch, Topology
+from .topo import TOPOLOGY_DIR, Host, Interface, Link, Switch, Topology
 
 AUTO_POOL = ipaddress.ip_network("10.0.0.0/8")
 MAX_HOST_NAME = 10  # '<node>-eth<N>' within IFNAMSIZ (15)
@@ -132,9 +133,10 @@ class _Resolver:
         t = Topology(d.name, ipv6=d.ipv6)
         for name, nd in d.nodes.items():
             if nd.kind in ("host", "router"):
+                extra = [Interface(x.name, x.kind, x.address) for x in nd.interfaces]
                 t.hosts.append(Host(name, role=nd.role or nd.kind, image=nd.image, cpus=nd.cpus,
-                                    forwarding=nd.kind == "router",
-                                    routes=[(r.to, r.via) for r in nd.routes]))  # fmt: skip
+                                    forwarding=nd.kind == "router", routes=[(r.to, r.via) for r in nd.routes],
+                                    interfaces=extra))  # fmt: skip
             else:
                 t.switches.append(Switch(name, mode=nd.kind, capacity_bps=nd.capacity,
                                          multicast_snooping=nd.multicast == "snooping"))  # fmt: skip
@@ -239,7 +241,8 @@ class _Resolver:
                     raise ValueError(f"link {lk.node1}-{lk.node2}: {ip} is not in {given[key]}, the subnet of the rest "
                                      "of its segment")  # fmt: skip
                 given[key] = net
-        taken = list(given.values())
+        extra = {f"if:{h.name}:{x.name}": (h.name, x.address) for h in t.hosts for x in h.interfaces if x.address}
+        taken = list(given.values()) + [ipaddress.ip_interface(ip).network for _n, ip in extra.values()]
         pool = (n for n in AUTO_POOL.subnets(new_prefix=24) if int(n.network_address) >= int(AUTO_POOL[256]))
         self.subnets: dict[str, ipaddress.IPv4Network | ipaddress.IPv6Network] = {}
         for key in ends:
@@ -265,6 +268,9 @@ class _Resolver:
                         lk.ip2 = ip
         self.members = {key: [(lk.node1 if end == 1 else lk.node2, lk.ip1 if end == 1 else lk.ip2)
                               for lk, end in m] for key, m in ends.items()}  # fmt: skip
+        for key, (n, ip) in extra.items():  # an extra interface: a subnet of its own, its node the one member
+            self.subnets[key] = ipaddress.ip_interface(ip).network
+            self.members[key] = [(n, ip)]
 
     # -- routes ---------------------------------------------------------------------------------------------
     def _route(self, t: Topology) -> None:
@@ -292,7 +298,11 @@ class _Resolver:
                 if key == dst:
                     return first
                 for n, ip in self.members[key]:
-                    if n in seen or n not in forwarding:
+                    if n in seen:
+                        continue
+                    if dst.startswith("if:") and dst in on[n]:  # a neighbor's own extra interface: through it
+                        return first or str(ipaddress.ip_interface(ip).ip)
+                    if n not in forwarding:
                         continue
                     seen.add(n)
                     queue.append((n, first or str(ipaddress.ip_interface(ip).ip)))

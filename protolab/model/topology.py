@@ -5,6 +5,7 @@
       h1: {}                               # kind host (the default)
       r1: {kind: router}
       h2: {image: protolab/node, cpus: 0.5}
+      r2: {kind: router, interfaces: [{name: lo1, address: 192.0.2.1/32}]}   # extra interfaces
     segments:                              # a hub or switch and its members: one subnet
       - {name: lan, kind: hub, members: [h1, r1], capacity: 10Mbit}
     links:                                 # point to point: one subnet each
@@ -15,7 +16,9 @@
 Addresses not given are assigned (each segment and each point-to-point link a /24 of 10.0.0.0/8, hosts numbered
 in order); with `ipv6: true` (the default) every address also has an IPv6 twin with the same digits
 (10.0.1.2/24 -> fd00:10:0:1::2/80, protolab.topo.v6_address) and every route its twin. Routes between subnets
-are added along the shortest path through routers. protolab.topofile turns
+are added along the shortest path through routers. A node's extra interfaces (`interfaces`, dummy interfaces made
+inside the node, e.g. a router's loopback address) are subnets of their own that every other node is routed to
+through the first router on the way, or the node itself when it is a neighbor. protolab.topofile turns
 this model into the same `Topology` the built-in generators make, so both are validated and built alike.
 """
 
@@ -74,6 +77,45 @@ class Route(Strict):
         return v
 
 
+IFNAME_RE = re.compile(r"^[a-z][a-z0-9_]{0,14}$")  # within IFNAMSIZ (15)
+RESERVED_IFNAME_RE = re.compile(r"^(lo|eth\d+)$")  # the container's loopback and its management interface (eth0)
+
+
+def interface_name_problem(name: str) -> str | None:
+    """Why `name` cannot be an extra interface's (None: it can)."""
+    if re.fullmatch(r"[a-z0-9_]+-eth\d+", name):
+        return f"{name!r} is the form of the lab's own link interfaces (<node>-eth<N>); choose another name"
+    if not IFNAME_RE.match(name):
+        return f"{name!r}: an interface name is 1-15 lower-case letters, digits and _, starting with a letter"
+    if RESERVED_IFNAME_RE.match(name):
+        return f"{name!r} is taken in every node (lo: its loopback, eth0: its management interface)"
+    return None
+
+
+class InterfaceDef(Strict):
+    """An extra interface made inside a node at deploy (beyond one per link), e.g. a router's loopback address."""
+
+    name: str = Field(..., description="its name inside the node, e.g. lo1 (not lo, ethN or <node>-ethN)")
+    kind: Literal["dummy"] = Field(
+        "dummy", description="dummy: holds addresses and sends nothing (an IFB stands in where the kernel has no dummy)"
+    )
+    address: str | None = Field(
+        None, description="IPv4 address with its prefix, e.g. 192.0.2.1/32 (with ipv6: true, also its IPv6 twin)"
+    )
+
+    @field_validator("name")
+    @classmethod
+    def _name(cls, v: str) -> str:
+        if why := interface_name_problem(v):
+            raise ValueError(why)
+        return v
+
+    @field_validator("address")
+    @classmethod
+    def _address(cls, v: str | None) -> str | None:
+        return _cidr(v)
+
+
 class NodeDef(Strict):
     kind: Literal["host", "router", "switch", "hub"] = Field("host", description="host, router, switch or hub")
     image: str | None = Field(None, description="container image (hosts, routers); null: the experiment's default")
@@ -82,12 +124,21 @@ class NodeDef(Strict):
     routes: list[Route] = Field(default_factory=list, description="static routes beyond the automatic ones")
     capacity: BitsPerSecond | None = Field(None, description="hub: the shared medium's capacity")
     multicast: Literal["off", "snooping"] = Field("off", description="switch: IGMP snooping (and querier)")
+    interfaces: list[InterfaceDef] = Field(
+        default_factory=list,
+        description="extra interfaces made inside the node, e.g. [{name: lo1, address: 192.0.2.1/32}]",
+    )
 
     @model_validator(mode="after")
     def _fits_kind(self) -> NodeDef:
         bridge = self.kind in ("switch", "hub")
-        if bridge and (self.image or self.cpus or self.routes):
-            raise ValueError(f"a {self.kind} is a bridge, not a container: image, cpus and routes do not apply")
+        if bridge and (self.image or self.cpus or self.routes or self.interfaces):
+            raise ValueError(
+                f"a {self.kind} is a bridge, not a container: image, cpus, routes and interfaces do not apply"
+            )
+        names = [i.name for i in self.interfaces]
+        if dup := sorted({n for n in names if names.count(n) > 1}):
+            raise ValueError(f"interfaces: {dup} named twice")
         if self.capacity is not None and self.kind != "hub":
             raise ValueError("capacity is a hub's shared medium; a link's or a switch port's speed is a link rate")
         if self.multicast != "off" and self.kind != "switch":

@@ -109,6 +109,30 @@ def test_given_addresses_are_kept_and_assigned_ones_avoid_them(tmp_path):
             "route to 10.9.0.0/16 via 10.0.1.9: gateway 10.0.1.9 is no node's address",
         ),
         ("nodes: {h1: {}, h2: {}}\nsegments: [{name: lan, kind: hub, members: [h1, h2]}]", "hub lan: no capacity"),
+        # extra interfaces
+        ("nodes: {h1: {interfaces: [{name: lo}]}}", "nodes.h1.interfaces.0.name: 'lo' is taken in every node"),
+        ("nodes: {h1: {interfaces: [{name: eth0}]}}", "'eth0' is taken in every node"),
+        ("nodes: {h1: {interfaces: [{name: h1-eth0}]}}", "the form of the lab's own link interfaces"),
+        ("nodes: {h1: {interfaces: [{name: loopback_number1}]}}", "1-15 lower-case letters"),
+        ("nodes: {h1: {interfaces: [{name: lo1}, {name: lo1}]}}", "nodes.h1: interfaces: ['lo1'] named twice"),
+        ("nodes: {h1: {interfaces: [{name: lo1, kind: veth}]}}", "nodes.h1.interfaces.0.kind"),
+        ("nodes: {h1: {interfaces: [{name: lo1, address: 192.0.2.1}]}}", "needs a prefix length"),
+        ("nodes: {s1: {kind: switch, interfaces: [{name: lo1}]}}", "routes and interfaces do not apply"),
+        (
+            "nodes: {h1: {interfaces: [{name: lo1, address: 10.0.1.2/32}]}, h2: {}}\n"
+            "segments: [{name: s1, members: [h1, h2], subnet: 10.0.1.0/24}]",
+            "node h1: interface lo1: 10.0.1.2 is also h2's (an address given twice)",
+        ),
+        (
+            "nodes: {h1: {interfaces: [{name: lo1, address: 10.0.1.77/32}]}, h2: {}}\n"
+            "segments: [{name: s1, members: [h1, h2], subnet: 10.0.1.0/24}]",
+            "node h1: interface lo1: 10.0.1.77/32 overlaps the subnet of link h1-s1",
+        ),
+        (
+            "nodes: {h1: {interfaces: [{name: lo1, address: 192.0.2.1/24}]}, h2: {interfaces: [{name: lo1,"
+            " address: 192.0.2.9/32}]}}\nlinks: [{endpoints: [h1, h2]}]",
+            "node h2: interface lo1: 192.0.2.9/32 overlaps the subnet of h1's lo1",
+        ),
     ],
 )
 def test_bad_topologies_are_refused_naming_the_file_and_field(tmp_path, body, says):
@@ -259,3 +283,47 @@ def test_a_tampered_generator_fails_the_same_check_with_the_same_error_shape(mon
     with pytest.raises(SpecError) as file_err:
         topofile.load(bad)
     assert str(file_err.value) == f"{bad}: invalid topology\n  links.0.endpoints: no node 'x9' (nodes: h1, h2, s1)"
+
+
+def test_extra_interfaces_are_made_addressed_and_routed_to(tmp_path):
+    path = _write(
+        tmp_path,
+        """
+        nodes:
+          h1: {}
+          h2: {interfaces: [{name: svc, address: 198.51.100.7/32}]}   # a host: reached from its neighbors
+          r1: {kind: router, interfaces: [{name: lo1, address: 192.0.2.1/32}, {name: spare}]}
+          r2: {kind: router}
+          h3: {interfaces: [{name: lo1, address: 10.0.1.1/32}]}      # the pool's first /24 is then skipped
+        segments: [{name: lan, members: [h1, h2, r1]}]
+        links: [{endpoints: [r1, r2]}, {endpoints: [r2, h3]}]
+        """,
+    )
+    t = topofile.load(path)
+    r1 = t.host("r1")
+    assert r1.interfaces == [topo.Interface("lo1", "dummy", "192.0.2.1/32"), topo.Interface("spare", "dummy", None)]
+    ips = {(n, i): ip for n, i, ip in topofile.addresses(t)}
+    assert ips["h1", "h1-eth0"] == "10.0.2.1/24"  # 10.0.1.0/24 holds h3's lo1
+    r1_lan = ips["r1", "r1-eth0"].split("/")[0]
+    h2_lan = ips["h2", "h2-eth0"].split("/")[0]
+    assert ("192.0.2.1/32", r1_lan) in t.host("h1").routes  # through r1, its neighbor
+    assert ("198.51.100.7/32", h2_lan) in t.host("h1").routes  # h2 does not forward, but holds the address
+    assert ("192.0.2.1/32", ips["r1", "r1-eth1"].split("/")[0]) in t.host("r2").routes
+    assert ("10.0.1.1/32", ips["r2", "r2-eth0"].split("/")[0]) in t.host("r1").routes  # h3's lo1 via r2
+    assert ("198.51.100.7/32", ips["r2", "r2-eth1"].split("/")[0]) in t.host("h3").routes  # via r2, r1, then h2
+    assert not any(dst == "192.0.2.1/32" for dst, _gw in r1.routes)  # its own
+    assert ("fd00:192:0:2:1::/80", topo.v6_address(ips["r1", "r1-eth0"]).split("/")[0]) in t.routes6(t.host("h1"))
+    assert t.problems() == []
+
+
+def test_a_generator_s_extra_interfaces_pass_the_same_check():
+    t = topo.build("switched", {"hosts": 2})
+    t.hosts[0].interfaces.append(topo.Interface("lo1", address="192.0.2.1/32"))
+    assert t.problems() == []
+    t.hosts[1].interfaces.append(topo.Interface("lo1", address=t.links[0].ip1))
+    t.hosts[1].interfaces.append(topo.Interface("h2-eth0"))
+    assert t.problems() == [
+        "node h2: interface lo1: 10.0.1.1 is also h1's (an address given twice)",
+        "node h2: interface h2-eth0: 'h2-eth0' is the form of the lab's own link interfaces (<node>-eth<N>); "
+        "choose another name",
+    ]
