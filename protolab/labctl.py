@@ -262,7 +262,9 @@ class Keeper:
     def _impair(self, req: dict[str, Any]) -> dict[str, Any]:
         lab = self.lab
         a, b = req["link"]
-        lab.links.ends(a, b)  # KeyError naming the link when it does not exist
+        if (a, b) not in lab.links.link_ends and (b, a) not in lab.links.link_ends:
+            links = ", ".join(f"{x}-{y}" for x, y in lab.links.link_ends)
+            raise LabError(f"no link {a}-{b} in lab {lab.topology.kind} (its links: {links})")
         direction = req.get("direction", "both")
         if req.get("clear"):
             rate = next((lk.rate_bps for lk in lab.topology.links if {lk.node1, lk.node2} == {a, b}), None)

@@ -3,11 +3,16 @@
 from __future__ import annotations
 
 import ipaddress
+import json
+import os
+from types import SimpleNamespace
 
 import pytest
 
 from protolab import labctl, topofile
 from protolab.errors import LabError, SpecError
+from protolab.impair import Backend, Endpoint
+from protolab.linkstate import LinkState
 
 
 def test_prepare_takes_a_file_a_topology_name_a_generator_or_an_experiment(tmp_path):
@@ -103,3 +108,71 @@ def test_params_and_commands_without_a_lab_say_so(monkeypatch, tmp_path):
         labctl.exec_cmd("h1", ["true"])
     with pytest.raises(LabError, match="no lab is deployed"):
         labctl.request("inspect")
+
+
+class FakeBackend(Backend):
+    """The impairment backend's boundary: records what it is asked instead of calling tc."""
+
+    name = "fake"
+
+    def __init__(self) -> None:
+        self.calls: list[tuple[str, str, float | None]] = []
+
+    def apply(self, sender, receiver, imp, at="sender"):
+        self.calls.append((sender.intf, receiver.intf, imp.delay))
+        return [f"{sender.intf}: fake"]
+
+    def change(self, sender, receiver, old, new, at):
+        self.calls.append((sender.intf, receiver.intf, new.delay))
+        return True
+
+
+class FakeLab:
+    """What a deployed Lab holds that the keeper reads: the real topology and a real LinkState over fake ends."""
+
+    def __init__(self, t) -> None:
+        self.topology, self.run_id, self.impairments = t, "lab-test", []
+        ends = {(lk.node1, lk.node2): (Endpoint(f"{lk.node1}-x", 1), Endpoint(f"{lk.node2}-y", 2)) for lk in t.links}
+        self.links = LinkState(ends, FakeBackend(), run=lambda cmd, check=True: "", clear=lambda s, r: None)
+        self.backend = self.links.backend
+        self.images = {h.name: "protolab/node" for h in t.hosts}
+        self.cpus = {h.name: h.cpus for h in t.hosts}
+        self.nodes = {h.name: SimpleNamespace(pid=100 + i, mgmt_ip="") for i, h in enumerate(t.hosts)}
+
+    @property
+    def configured(self):
+        return self.links.configured
+
+
+def _keeper(monkeypatch, tmp_path) -> labctl.Keeper:
+    monkeypatch.setenv("PROTOLAB_STATE_DIR", str(tmp_path))
+    k = labctl.Keeper(labctl.Request("triangle"))
+    k.lab = FakeLab(labctl.prepare(k.req).topology)
+    k.deployed_at, k.deploy_seconds = "2026-01-01T00:00:00+00:00", 1.0
+    return k
+
+
+def test_impair_on_a_link_the_lab_lacks_names_the_lab_s_links(monkeypatch, tmp_path):
+    k = _keeper(monkeypatch, tmp_path)
+    answer = k.handle({"op": "impair", "link": ["r1", "h3"], "set": {"delay": "10ms"}})
+    assert answer == {"ok": False, "error": "no link r1-h3 in lab triangle (its links: h1-lan, h2-lan, r1-lan, "
+                                            "r1-r2, r2-h3)"}  # fmt: skip
+    assert k.lab.links.backend.calls == [] and k.events == []  # nothing changed
+    assert k.handle({"op": "impair", "link": ["h3", "r2"], "clear": True})["ok"]  # either order names the link
+
+
+def test_impair_set_on_a_link_of_the_lab_changes_it_through_the_backend_and_records_it(monkeypatch, tmp_path):
+    k = _keeper(monkeypatch, tmp_path)
+    answer = k.handle({"op": "impair", "link": ["r2", "r1"], "direction": "forward", "set": {"delay": "20ms"}})
+    assert answer["ok"], answer
+    assert [(i["from"], i["to"], i["impairment"]) for i in answer["configured"]] == [("r2", "r1", {"delay": "20ms"})]
+    assert k.lab.links.backend.calls == [("r2-y", "r1-x", 0.02)]  # the link is keyed r1-r2: r2 sends from its end
+    assert labctl.load_state()["events"][0]["link"] == ["r2", "r1"]
+
+
+def test_exec_on_a_node_the_deployed_lab_lacks_names_its_nodes(monkeypatch, tmp_path):
+    monkeypatch.setenv("PROTOLAB_STATE_DIR", str(tmp_path))
+    (tmp_path / "lab.json").write_text(json.dumps({**STATE, "pid": os.getpid()}))  # a live keeper: this process
+    monkeypatch.setattr(labctl.subprocess, "call", lambda argv: pytest.fail(f"ran {argv}"))
+    with pytest.raises(LabError, match=r"^h9: not a node of the deployed lab t \(its nodes: h1, r1\)$"):
+        labctl.exec_cmd("h9", ["true"])
