@@ -321,7 +321,9 @@ def main(argv: list[str] | None = None) -> int:
     rp.set_defaults(fn=cmd_report)
     rf = sub.add_parser("reference", help="reference results from valid runs")
     rf_sub = rf.add_subparsers(dest="action", required=True)
-    ru = rf_sub.add_parser("update", help="pool runs of one experiment and profile into a reference file")
+    ru = rf_sub.add_parser("update", help="pool runs of one experiment and profile into a reference file",
+                           epilog="examples:\n  " + EXAMPLES["reference"],
+                           formatter_class=argparse.RawDescriptionHelpFormatter)  # fmt: skip
     ru.add_argument("runs", nargs="+", metavar="RUN_DIR")
     ru.add_argument("--out", help="file to write (default experiments/references/EXPERIMENT/PROFILE.json)")
     ru.set_defaults(fn=cmd_reference)

@@ -175,7 +175,7 @@ def add_parsers(sub: Any) -> None:
     p.add_argument("--at", choices=["sender", "receiver"], default="sender")
     for name, example in (("rate", "10Mbit"), ("delay", "10ms"), ("jitter", "2ms"), ("loss", "1%"),
                           ("duplicate", "1%"), ("reorder", "5%"), ("corrupt", "0.1%")):  # fmt: skip
-        p.add_argument(f"--{name}", help=f"e.g. {example}")
+        p.add_argument(f"--{name}", help=f"e.g. {example}".replace("%", "%%"))  # argparse formats help with %
     p.set_defaults(fn=cmd_impair)
     p = _parser(sub, "check", "run the self-check on the deployed lab now")
     p.add_argument("--family", choices=["ipv4", "ipv6"], default="ipv4", help="probe the IPv4 or the IPv6 addresses")
