@@ -22,8 +22,12 @@ func TestRealEncoding(t *testing.T) {
 		{1, []byte{3, 0x80, 0x00, 0x01}},
 		{-0.5, []byte{3, 0xC0, 0xFF, 0x01}},
 		{12.5, []byte{3, 0x80, 0xFF, 0x19}}, // 25 * 2^-1
-		{1e300, nil},                        // two exponent octets: read back only
-		{math.SmallestNonzeroFloat64, nil},  // subnormal: math.Ldexp's side of ldexp
+		// DER (X.690 11.3.1): mantissa odd and in the fewest octets, where
+		// asn1tools writes 80 ff 00 c9 and asn1c c0 ff 00 65
+		{100.5, []byte{3, 0x80, 0xFF, 0xC9}},
+		{-50.5, []byte{3, 0xC0, 0xFF, 0x65}},
+		{1e300, nil},                       // two exponent octets: read back only
+		{math.SmallestNonzeroFloat64, nil}, // subnormal: math.Ldexp's side of ldexp
 		{-math.MaxFloat64, nil},
 		{math.MaxFloat32, nil},
 	} {

@@ -11,7 +11,25 @@
 // schema at run time), it is packaged by Debian (apt, pinned by the
 // release), and its BER/DER/PER runtime is a long-maintained, widely used
 // one. The second, independent implementation is asn1tools (PyPI, pinned
-// in requirements.txt), used by protolab/tests/unit/test_asn1_crosscheck.py.
+// in requirements.txt): protolab/tests/unit/test_asn1_crosscheck.py decodes
+// and re-encodes asn1c's bytes (../testdata/crosscheck), and
+// TestDecodesAsn1tools has asn1c decode asn1tools' DER, BER and UPER
+// (../testdata/asn1tools, written by that Python file) back to the samples.
+//
+// Which DER is canonical: the two agree on every sample but some REALs, and
+// neither is always right. X.690 11.3.1 makes DER's REAL base 2 with F = 0,
+// the mantissa odd, "and M and E shall each be represented in the fewest
+// octets necessary" (the mantissa N is an unsigned binary number, 8.5.7.5).
+// asn1c 0.9.28's asn_double2REAL (REAL.c) shifts the mantissa right to make
+// it odd and keeps a first octet the shift emptied (-50.5 as c0 ff 00 65);
+// asn1tools 0.169.0 sizes the mantissa as a two's complement integer, a
+// zero octet before a top bit set (100.5 as 80 ff 00 c9; asn1c does the
+// same there). The DER of both is c0 ff 65 and 80 ff c9, which skinny's
+// writer produces (syntax.DefiniteBER). Both forms are valid BER and every
+// decoder here reads both, but the "der" syntax below checks DER by
+// re-encoding with asn1c and comparing, so it refuses the canonical form of
+// such values as not-der and accepts asn1c's. Fixing that means patching
+// REAL.c, which gen.sh copies unchanged from Debian's asn1c.
 //
 // What the names mean:
 //

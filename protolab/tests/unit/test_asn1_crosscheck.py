@@ -1,11 +1,18 @@
-"""Cross-check of the DIS ASN.1 codecs: asn1c (Go, agents/syntax/asn1c) against asn1tools.
+"""Cross-check of the DIS ASN.1 codecs: asn1c (Go, agents/syntax/asn1c) against asn1tools, both ways.
 
 agents/syntax/testdata/crosscheck/<type>.<syntax> holds what the Go codecs encode for syntax.Samples()
 (`go test ./syntax/asn1c -run Fixtures -update` rewrites them; a Go test keeps them current). asn1tools
 compiles the same module independently; each test decodes asn1c's bytes and re-encodes them here.
+
+The other way, agents/syntax/testdata/asn1tools/<type>.<der|ber|uper> holds asn1tools' encodings of those
+values (run this file, `.venv/bin/python protolab/tests/unit/test_asn1_crosscheck.py`, to rewrite them;
+test_asn1tools_vectors_are_current keeps them current), and the Go test TestDecodesAsn1tools has asn1c decode
+each back to syntax.Samples(). asn1tools' BER equals its DER here (definite lengths, the same REAL form).
 """
 
+import sys
 from pathlib import Path
+from typing import Any
 
 import asn1tools
 import pytest
@@ -15,15 +22,27 @@ MODULE = AGENTS / "asn1" / "DIS.asn"
 FIXTURES = AGENTS / "testdata" / "crosscheck"
 TYPES = ["entity-state", "fire", "detonation", "collision", "service-request", "resupply-offer",
          "resupply-received", "resupply-cancel", "repair-complete", "repair-response"]  # fmt: skip
-# asn1c 0.9.28 writes a zero octet before some REAL mantissas whose top bit is clear (3000.125: 80 fd 00 5d c1,
-# 4500.5: 80 ff 00 23 29, -50.5: c0 ff 00 65) where asn1tools 0.169.0 writes none (X.690 8.5.7.5: N is an
-# unsigned binary integer); both read either. Only the samples of these types have such values.
+VECTORS = AGENTS / "testdata" / "asn1tools"
+VECTOR_RULES = ("der", "ber", "uper")  # what asn1c can decode (it has no aligned PER)
+# The two DER encoders disagree on some REALs, and neither is always DER. X.690 11.3.1 wants M odd, F = 0 "and M
+# and E shall each be represented in the fewest octets necessary" (N is an unsigned binary number, 8.5.7.5).
+# asn1tools 0.169.0 writes a zero octet before a mantissa whose top bit is set (it sizes N as a two's complement
+# integer: 100.5 = 201 x 2^-1 as 80 ff 00 c9, where asn1c writes the same); asn1c 0.9.28's asn_double2REAL
+# (REAL.c) keeps the zero octet left when it shifts the mantissa right to make it odd (3000.125: 80 fd 00 5d c1,
+# 4500.5: 80 ff 00 23 29, -50.5: c0 ff 00 65, 9.75: 80 fe 00 27, where asn1tools writes 80 fd 5d c1 ... 80 fe 27).
+# Both are valid BER and both read either; the canonical form (80 ff c9, c0 ff 65) is skinny's writer's
+# (agents/syntax/skinny.go appendReal, TestRealEncoding). asn1c's "der" syntax re-encodes and compares, so it
+# refuses asn1tools' DER of these types as not-der (TestDecodesAsn1tools). Only these samples differ.
 DIVERGENT = {"fire", "detonation"}
+
+
+def compile_codecs() -> dict[str, Any]:
+    return {rules: asn1tools.compile_files(str(MODULE), rules) for rules in ("der", "ber", "uper", "per")}
 
 
 @pytest.fixture(scope="module")
 def codecs():
-    return {rules: asn1tools.compile_files(str(MODULE), rules) for rules in ("der", "ber", "uper", "per")}
+    return compile_codecs()
 
 
 def fixture(kind: str, syntax: str) -> bytes:
@@ -32,6 +51,22 @@ def fixture(kind: str, syntax: str) -> bytes:
 
 def choice(codecs, kind):
     return codecs["der"].decode("DISPDU", fixture(kind, "der"))
+
+
+def vectors(codecs) -> dict[Path, bytes]:
+    """asn1tools' encoding of each sample value (decoded from asn1c's DER) in each of VECTOR_RULES, by file."""
+    return {VECTORS / f"{kind}.{rules}": codecs[rules].encode("DISPDU", choice(codecs, kind))
+            for kind in TYPES for rules in VECTOR_RULES}  # fmt: skip
+
+
+def test_asn1tools_vectors_are_current(codecs):
+    want = vectors(codecs)
+    stale = sorted(p.name for p, b in want.items() if not p.is_file() or p.read_bytes() != b)
+    extra = sorted(p.name for p in VECTORS.glob("*") if p not in want)
+    assert not stale and not extra, (
+        f"{VECTORS} is not asn1tools' encoding of the samples (stale {stale}, extra {extra}): "
+        f"run .venv/bin/python {Path(__file__).relative_to(AGENTS.parents[1])}"
+    )
 
 
 @pytest.mark.parametrize("kind", TYPES)
@@ -55,11 +90,15 @@ def test_der(codecs, kind):
 
 
 def test_der_real_divergence_is_the_known_one(codecs):
+    """asn1c's zero octet after making the mantissa odd; asn1tools' (and asn1c's) before a top bit set."""
     asn1c = fixture("detonation", "der")
     value = choice(codecs, "detonation")
     ours = codecs["der"].encode("DISPDU", value)
     assert bytes.fromhex("c0ff0065") in asn1c and bytes.fromhex("c0ff0065") not in ours
-    assert len(asn1c) - len(ours) == 2  # -50.5 and 3000.125 (velocity x, location z)
+    assert bytes.fromhex("8003c0ff65") in ours  # velocity x, -50.5 = -101 x 2^-1, in the fewest octets
+    fire = codecs["der"].encode("DISPDU", choice(codecs, "fire"))
+    assert bytes.fromhex("800480ff00c9") in fire and bytes.fromhex("800480ff00c9") in fixture("fire", "der")
+    assert len(asn1c) - len(ours) == 2  # -50.5 and 9.75 (velocity x and z)
 
 
 @pytest.mark.parametrize("kind", TYPES)
@@ -82,3 +121,10 @@ def test_ber_and_aligned_per_round_trip(codecs, kind):
     value = choice(codecs, kind)
     for rules in ("ber", "per"):
         assert codecs[rules].decode("DISPDU", codecs[rules].encode("DISPDU", value)) == value
+
+
+if __name__ == "__main__":
+    VECTORS.mkdir(exist_ok=True)
+    for path, data in vectors(compile_codecs()).items():
+        path.write_bytes(data)
+    sys.exit(0)
