@@ -145,14 +145,14 @@ def tcp_receiver_figures(samples: list[tuple[float, str]]) -> dict[str, float | 
     return {"recv_buffer_avg_bytes": time_weighted(r), "recv_buffer_max_bytes": max((v for _, v in r), default=None)}
 
 
-def tcp_sender_figures(samples: list[tuple[float, str]]) -> dict[str, float | None]:
-    """From the sending socket's last sample: retransmitted segments, D-SACK'd ones (None when SACK was not
-    agreed: `sack` missing from ss's options), the MSS; the largest send queue (skmem w) of all samples."""
+def tcp_sender_figures(samples: list[tuple[float, str]], sack: bool) -> dict[str, float | None]:
+    """From the sending socket's last sample: retransmitted segments, D-SACK'd ones (None without SACK on both
+    hosts: no D-SACK tells a spurious retransmission then), the MSS; the largest send queue (skmem w) of all
+    samples."""
     if not samples:
         return {"retransmissions_total": None, "spurious_retransmissions_total": None, "tpdu_bytes": None,
                 "send_buffer_max_bytes": None}  # fmt: skip
     last = samples[-1][1]
-    sack = re.search(r"(^|\s)sack(\s|$)", last) is not None
     m, d, mss = _RETRANS.search(last), _DSACK.search(last), _MSS.search(last)
     return {
         "retransmissions_total": float(m.group(1)) if m else 0.0,
@@ -221,6 +221,8 @@ class TransferRunner(WorkloadRunner[TransferTask]):
         self.receiver_report: dict[str, Any] = {}
         self.bulk: dict[str, Any] = {}
         self.figures: dict[str, float | None] = {}
+        self.ss_last: dict[str, str | None] = {}
+        self.sack = False  # tcp: net.ipv4.tcp_sack on at both ends
         self.csum: dict[str, int] = {}  # host -> InCsumErrors before
         self.csum_after: dict[str, int] = {}
         self.notes: list[str] = []
@@ -295,6 +297,9 @@ class TransferRunner(WorkloadRunner[TransferTask]):
     # -- tcp, quic --------------------------------------------------------------------------------------------
     def _prepare_bulk(self) -> None:
         t = self.task
+        if t.stack == "tcp":  # the phase has set the task's sysctls by now
+            on = [self.lab.exec(h, ["cat", "/proc/sys/net/ipv4/tcp_sack"])[1].strip() for h in t.nodes()]
+            self.sack = all(v not in ("", "0") for v in on)
         self._responder = Responder(self.lab, t.sender, t.stack, t.port)
         try:
             self._responder.start()
@@ -331,7 +336,9 @@ class TransferRunner(WorkloadRunner[TransferTask]):
         try:
             if samplers:
                 rx, tx = (s.stop() for s in samplers)
-                self.figures |= tcp_receiver_figures(rx) | tcp_sender_figures(tx)
+                self.figures |= tcp_receiver_figures(rx) | tcp_sender_figures(tx, self.sack)
+                # what was in force (sack, timestamps, the congestion control) as ss saw the sockets last
+                self.ss_last = {"receiver": rx[-1][1] if rx else None, "sender": tx[-1][1] if tx else None}
         finally:
             assert self._responder is not None
             self._responder.stop()
@@ -365,7 +372,7 @@ class TransferRunner(WorkloadRunner[TransferTask]):
         if self.task.stack == "tp4":
             return out | {"sender": self.sender_report, "receiver": self.receiver_report}
         trimmed = {k: v for k, v in self.bulk.items() if k not in ("histogram", "samples_seconds")}
-        return out | {"bulk_get": trimmed, "ss_figures": self.figures}
+        return out | {"bulk_get": trimmed, "ss_figures": self.figures, "ss_last": self.ss_last, "sack": self.sack}
 
     def result(self) -> dict[str, float | None]:
         t = self.task

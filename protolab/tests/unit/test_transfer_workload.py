@@ -1,0 +1,142 @@
+"""The transfer workload (seed 002) without a lab: the task's refusals, and its columns from captured output —
+protolab-tp4 summaries of a real transfer over loopback and of a failed one, `ss -Htmin` of real sockets, and
+/proc/net/snmp."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from pydantic import ValidationError
+
+from protolab.workloads import TASK_MODELS, WORKLOADS
+from protolab.workloads.transfer import COLUMNS, TransferTask
+from protolab.workloads.transfer_runner import (
+    TransferRunner,
+    bulk_columns,
+    csum_errors,
+    parse_samples,
+    skmem,
+    tcp_receiver_figures,
+    tcp_sender_figures,
+    time_weighted,
+    tp4_columns,
+)
+
+FIX = Path(__file__).parent / "fixtures" / "transfer"
+
+
+def task(**kw) -> TransferTask:
+    base = {"kind": "transfer", "name": "xfer", "sender": "h1", "receiver": "h2", "duration": "120s", "tsdus": 4}
+    return TransferTask.model_validate(base | kw)
+
+
+def fixture(name: str) -> dict:
+    return json.loads((FIX / name).read_text())
+
+
+def test_registered_with_its_runner():
+    assert TASK_MODELS["transfer"] is TransferTask
+    assert WORKLOADS.get("transfer").runner_class() is TransferRunner
+    assert task().columns() == [f"xfer_{c}" for c in COLUMNS]
+
+
+@pytest.mark.parametrize(
+    ("fields", "message"),
+    [
+        ({"duration": "30s", "tsdus": 60}, r"shorter than the transfer itself: 60 x 10240 B over tp4 take 80\.6 s"),
+        ({"duration": "10s", "tsdus": 20, "stack": "tcp"}, "over tcp take 26.8 s"),
+        ({"stack": "tcp", "expedited_rate": 0.33}, "expedited data is tp4's"),
+        ({"stack": "quic", "ack": "selective"}, "QUIC always acknowledges selectively"),
+        ({"stack": "tcp", "window": 4096}, "window: tp4's parameters, not tcp's"),
+        ({"receiver": "h1"}, "same host"),
+        ({"tsdu_size": 8}, "at least 12"),
+        ({"tpdu_size": 1000}, "a power of two"),
+        ({"expedited_rate": 1.5}, "less than or equal to 1"),
+        ({"table": 4}, "table"),
+    ],
+)
+def test_bad_input_is_refused_with_the_reason(fields, message):
+    with pytest.raises(ValidationError, match=message):
+        task(**fields)
+
+
+def test_the_too_slow_check_counts_each_stacks_headers_at_the_links_rate():
+    t3 = task(table=3, tsdus=20)  # 128-octet TPDUs: 170 octets on the wire per 120 of user data
+    assert t3.min_seconds() == pytest.approx(20 * 10240 * 170 / 120 * 8 / 64e3)
+    fast = task(tsdus=60, duration="10s", link_rate="1Mbit")  # the same 60 TSDUs fit in 10 s at 1 Mbit/s
+    assert fast.min_seconds() < 10
+
+
+def test_tp4_columns_from_a_real_transfer():
+    t = task(table=2, expedited="nbs", expedited_rate=0.33)
+    v = tp4_columns(t, fixture("tp4-send.json"), fixture("tp4-recv.json"))
+    assert set(v) == set(COLUMNS)
+    recv = fixture("tp4-recv.json")
+    assert v["completed_ratio"] == 1.0 and v["delivered_bytes"] == 4 * 10240
+    assert v["efficiency_ratio"] == recv["throughput_efficiency"]
+    assert v["expedited_delay_seconds"] == recv["user_expedited_delay_seconds"] > 0
+    assert v["recv_buffer_max_bytes"] == recv["receive_buffer_max_octets"]
+    # the parameters in force: Table 2's, as the sender ran them
+    assert (v["tpdu_bytes"], v["window_bytes"], v["retransmit_seconds"]) == (1024, 12288, 2)
+    assert (v["tsdus_total"], v["expedited_rate_ratio"]) == (4, 0.33)
+
+
+def test_a_failed_transfer_is_recorded_not_raised():
+    t = task(table=3)
+    v = tp4_columns(t, fixture("tp4-send-failed.json"), {})
+    assert v["completed_ratio"] == 0.0 and v["delivered_bytes"] is None
+    assert v["tpdu_bytes"] == 128 and v["retransmissions_total"] == 0
+    failed = {**fixture("tp4-recv.json"), "completed": False, "user_octets": 0}
+    v = tp4_columns(t, fixture("tp4-send.json"), failed)
+    assert v["completed_ratio"] == 0.0 and v["efficiency_ratio"] == 0.0 and v["transfer_seconds"] is None
+
+
+def test_no_expedited_data_no_expedited_delay():
+    recv = {**fixture("tp4-recv.json"), "user_expedited": 0}
+    v = tp4_columns(task(), fixture("tp4-send.json"), recv)
+    assert v["expedited_delay_seconds"] is None and v["expedited_delay_max_seconds"] is None
+
+
+def test_ss_samples_of_real_sockets():
+    rx = parse_samples((FIX / "ss-receiver.txt").read_text())
+    assert len(rx) == 3 and all("skmem:(" in s for _, s in rx)
+    assert skmem(rx[0][1])["r"] == 86976 and skmem(rx[0][1])["rb"] == 87380
+    figs = tcp_receiver_figures(rx)
+    assert figs["recv_buffer_max_bytes"] == 1163136
+    t = [x for x, _ in rx]
+    want = (86976 * (t[1] - t[0]) + 63296 * (t[2] - t[1])) / (t[2] - t[0])
+    assert figs["recv_buffer_avg_bytes"] == pytest.approx(want)
+    tx = parse_samples((FIX / "ss-sender.txt").read_text())
+    s = tcp_sender_figures(tx, sack=True)
+    assert s == {"retransmissions_total": 2, "spurious_retransmissions_total": 2, "tpdu_bytes": 65483,
+                 "send_buffer_max_bytes": 1746496}  # fmt: skip
+    assert tcp_sender_figures(tx, sack=False)["spurious_retransmissions_total"] is None
+
+
+def test_time_weighted_average_holds_each_sample_until_the_next():
+    assert time_weighted([(0.0, 10.0), (1.0, 30.0), (4.0, 0.0)]) == pytest.approx((10 * 1 + 30 * 3) / 4)
+    assert time_weighted([(5.0, 7.0)]) == 7.0
+    assert time_weighted([]) is None
+    assert parse_samples("T 1.0\nT 2.0\n") == []  # no socket yet: no sample
+
+
+def test_checksum_errors_from_proc_net_snmp():
+    snmp = (FIX / "snmp.txt").read_text()
+    assert csum_errors(snmp) == 0
+    bumped = snmp.replace("119 0\n", "119 5\n").replace("0 0 0 0 0\n", "0 0 3 0 0\n")
+    assert csum_errors(bumped) == 8
+
+
+def test_bulk_get_columns_complete_and_interrupted():
+    t = task(stack="tcp")
+    done = {"stopped": "iterations", "received_bytes": 40960, "samples_seconds": [6.4], "elapsed_seconds": 7.0}
+    v = bulk_columns(t, done)
+    assert v["completed_ratio"] == 1.0 and v["transfer_seconds"] == 6.4
+    assert v["efficiency_ratio"] == pytest.approx(40960 / 6.4 / 8000)
+    cut = {"stopped": "interrupted", "received_bytes": 20480, "samples_seconds": [], "elapsed_seconds": 120.0,
+           "error": "interrupted"}  # fmt: skip
+    v = bulk_columns(t, cut)
+    assert v["completed_ratio"] == 0.0 and v["efficiency_ratio"] == pytest.approx(20480 / 120 / 8000)
+    assert bulk_columns(t, {"stopped": "error", "received_bytes": 0})["efficiency_ratio"] == 0.0
