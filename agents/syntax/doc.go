@@ -23,7 +23,8 @@
 // the same order without it, one function per type (skinny_fast.go). The module and Walk are kept in
 // step by the tests: asn1c decodes what Walk writes and asn1tools (a second,
 // independent ASN.1 implementation, protolab/tests/unit/test_asn1_crosscheck.py)
-// decodes and re-encodes asn1c's bytes (testdata/crosscheck).
+// decodes and re-encodes asn1c's bytes (testdata/crosscheck); asn1c decodes
+// asn1tools' (testdata/asn1tools).
 //
 // Sizes in bytes of syntax.Samples() (two articulation parameters or supply
 // quantities where the type has records; make bench prints them as
@@ -40,4 +41,16 @@
 //	Resupply Cancel     24     49      23     53      24
 //	Repair Complete     28     53      25     57      26
 //	Repair Response     28     52      24     56      25
+//
+// The bars (make bench, asn1c's BenchmarkBars: an Entity State PDU
+// on a hot loop; go1.26.8 on a 2-core AMD EPYC VM, 2026-11-25, the quietest
+// of repeated runs):
+//
+//	BER encode+decode / raw's          28-30 us / 84-89 ns   330-340x  (no target)
+//	skinny decode (matched) / raw's    286-305 ns / 65-69 ns  4.2-4.6x  (bar: 2x)
+//
+// Skinny's matched decode allocates nothing; it was 7.8-8.2x with 3
+// allocations when Walk drove it. It stays over 2x because BER's minimal
+// INTEGER and REAL contents put no field at a fixed offset: about 65 tags
+// and lengths are still read per Entity State PDU.
 package syntax
