@@ -454,8 +454,9 @@ class Lab:
                 mn.cmd(c)
             for family, wanted in (("-4", h.routes), ("-6", routes6)):
                 out = mn.cmd(f"ip {family} route show") if wanted else ""
+                present = _route_destinations(out)
                 for dst, _gw in wanted:
-                    if dst not in out:
+                    if ipaddress.ip_network(dst, strict=False) not in present:
                         raise LabError(f"{h.name}: route to {dst} missing after configuration:\n{out}")
             if v6[h.name]:
                 out = mn.cmd("ip -6 addr show scope global")
@@ -577,3 +578,15 @@ def exec_in(container: Any, cmd: list[str], timeout: float | None, where: str = 
 
 
 __all__ = ["Lab", "CommandError", "node_classes"]
+
+
+def _route_destinations(out: str) -> set:
+    """The destinations `ip route show` lists, as networks (a host route prints without its /32 or /128)."""
+    found = set()
+    for line in out.splitlines():
+        first = line.split(maxsplit=1)[0] if line.strip() else ""
+        try:
+            found.add(ipaddress.ip_network(first, strict=False))
+        except ValueError:
+            continue  # default, unreachable, multicast keywords
+    return found
