@@ -19,9 +19,12 @@ def test_tp4_and_tcp_transfers_cross_a_satellite_link_with_bit_errors(tmp_path, 
     rows = {r["variant"]: r for r in csv.DictReader((run / "tidy.csv").open())}
     assert set(rows) == {"tp4", "tcp"}, rows
     tp4, tcp = rows["tp4"], rows["tcp"]
-    # tp4: its own receive buffer and the paper's echoed parameters; TCP: ss's socket memory sampled
+    # tp4: its own receive buffer and the paper's echoed parameters; TCP: ss's socket memory sampled (the
+    # sender's queue holds data while the link drains it; the receiving application reads at once, so its
+    # receive memory is the out-of-order queue and may well be 0 on a transfer that lost nothing)
     assert float(tp4["xfer_recv_buffer_max_bytes"]) > 0 and float(tp4["xfer_window_bytes"]) == 20480
-    assert float(tcp["xfer_recv_buffer_max_bytes"]) > 0 and tcp["xfer_retransmissions_total"] != ""
+    assert float(tcp["xfer_send_buffer_max_bytes"]) > 0 and float(tcp["xfer_recv_buffer_max_bytes"]) >= 0
+    assert tcp["xfer_retransmissions_total"] != ""
     assert tcp["xfer_spurious_retransmissions_total"] != ""  # SACK on at both ends: D-SACKs counted
     raw = {r["point"]: r for r in (json.loads(p.read_text()) for p in (run / "raw" / "tasks").glob("*.json"))}
     tp4_raw, tcp_raw = raw["p000"], raw["p001"]  # order: sweep
