@@ -3,7 +3,10 @@
 The CSV format is in experiments/seed-tables/README.md: a header naming the table's `rows` axes and then
 any of the table's columns (same names, base units as in tidy.csv), one row per row key, a blank cell
 where the seed has no number, `#` lines as comments. Row keys match the measured table's keys as
-strings, or as quantities when both parse ('10Mbit' matches '10000kbit', '1500B' matches '1500').
+strings, or as quantities when both parse ('10Mbit' matches '10000kbit', '1500B' matches '1500'). A row for a
+system of the seed's own that has no counterpart in the sweep (another protocol, another machine) is keyed with a
+value starting `seed:` (SEED_ONLY, e.g. `seed:FTAM Sun3`): it is shown after the measured rows like any seed row
+no point measured, and is_seed_only() tells it from a row whose key is merely misspelt.
 
 At the end of a run the CSV is copied into the results folder (tables/<name>.seed.csv), so
 `protolab report` re-renders the comparison from the results folder alone. A reference is read only from
@@ -27,6 +30,12 @@ from .display import parse_axis_value
 from .store import ResultsError
 
 Key = tuple[Any, ...]
+SEED_ONLY = "seed:"  # a row-key value naming the seed's own system, which nothing here measures
+
+
+def is_seed_only(values: Sequence[str]) -> bool:
+    """Whether a seed row stands for the seed's own system (a key value `seed:...`), unmatched by design."""
+    return any(str(v).strip().startswith(SEED_ONLY) for v in values)
 
 
 def results_copy(run_dir: Path, table: Table) -> Path:
