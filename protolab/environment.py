@@ -73,8 +73,9 @@ def static() -> dict[str, Any]:
         "memory_bytes": psutil.virtual_memory().total,
         "sysctls": sysctls,
         "transports": transports(),
-        "lab_interfaces": "segmentation offloads (tso, gso, gro, lro) off on every lab interface: one frame is "
-        "one frame to the counters and shapers",
+        "lab_interfaces": "segmentation offloads (tso, gso, gro, lro) turned off on every lab interface (one frame "
+        "is one frame to the counters and shapers); each interface's state as `ethtool -k` read it back after the "
+        "deploy: deployments[].offloads",
     }
 
 

@@ -153,10 +153,13 @@ def node_classes():
 
 
 OFFLOADS = ["tso", "gso", "gro", "lro"]
+OFFLOAD_FEATURES = {"tcp-segmentation-offload": "tso", "generic-segmentation-offload": "gso",
+                    "generic-receive-offload": "gro", "large-receive-offload": "lro"}  # fmt: skip (ethtool -k's names)
 
 
 def _frames_not_superpackets(intf: str, node: Any = None) -> None:
-    """Segmentation offloads off: every frame is counted, shaped and queued as one frame, as on a wire."""
+    """Segmentation offloads off: every frame is counted, shaped and queued as one frame, as on a wire. Not
+    checked here (a driver may refuse one); Lab.offloads() reads back what is in force, for the manifest."""
     args = []
     for o in OFFLOADS:
         args += [o, "off"]
@@ -164,6 +167,25 @@ def _frames_not_superpackets(intf: str, node: Any = None) -> None:
         node.cmd("ethtool -K " + intf + " " + " ".join(args) + " 2>/dev/null")
     else:
         run(["ethtool", "-K", intf, *args], check=False)
+
+
+def parse_offloads(text: str) -> dict[str, str]:
+    """`ethtool -k` output -> tso, gso, gro, lro -> its state as ethtool prints it ('off', 'on', 'off [fixed]')."""
+    out = {}
+    for line in text.splitlines():
+        name, sep, state = line.strip().partition(":")
+        if sep and name in OFFLOAD_FEATURES:
+            out[OFFLOAD_FEATURES[name]] = state.strip()
+    return out
+
+
+def read_offloads(end: Endpoint) -> dict[str, str]:
+    """One interface's segmentation offloads read back with `ethtool -k` in its namespace ({'error': why} if not)."""
+    try:
+        found = parse_offloads(run(end.cmd("ethtool", "-k", end.intf), timeout=10))
+    except CommandError as exc:
+        return {"error": str(exc)}
+    return found or {"error": f"ethtool -k {end.intf}: none of {', '.join(OFFLOAD_FEATURES)} listed"}
 
 
 def _disable_ipv6(intf: str, netns_pid: int | None = None) -> None:
@@ -504,6 +526,14 @@ class Lab:
                 self.net.get(h.name).cmd(
                     " ".join(f"ping {f}-c 1 -W 1 -q {a} >/dev/null 2>&1 &" for f, a in targets) + " wait"
                 )
+
+    def offloads(self) -> dict[str, dict[str, str]]:
+        """Every lab link end's segmentation offloads as the kernel has them now (`ethtool -k` read back, not what
+        was asked): 'node:interface' -> tso, gso, gro, lro -> 'off', 'on', 'off [fixed]' ... (for the manifest)."""
+        return {f"{node}:{end.intf}": read_offloads(end) for node, end in self._ends()}
+
+    def _ends(self) -> list[tuple[str, Endpoint]]:
+        return [(n, e) for (a, b), ends in self.link_ends.items() for n, e in zip((a, b), ends, strict=True)]
 
     def node_sysctls(self) -> dict[str, dict[str, str]]:
         """Each node's kernel settings as its container was started with them (for the manifest)."""

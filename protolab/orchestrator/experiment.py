@@ -125,7 +125,8 @@ class ExperimentRun:
                 checked = self._self_check(lab, points[0].experiment)
                 self.deployments.append({"topology": points[0].experiment.topology.model_dump(mode="json"),
                                          **lab.timings, "links": lab.applied, "self_check": checked,
-                                         "node_sysctls": lab.node_sysctls()})  # fmt: skip
+                                         "node_sysctls": lab.node_sysctls(),
+                                         "offloads": session.best_effort(lab.offloads, {})})  # fmt: skip
                 rng = random.Random(self.plan.base.random_seed + gi)
                 while group:
                     for point, rep in group:
