@@ -4,11 +4,13 @@ from __future__ import annotations
 
 import os
 import platform
+import time
 from pathlib import Path
 from typing import Any
 
 import psutil
 
+from .hoststats import parse_proc_net_dev
 from .shell import run
 
 REPO = Path(__file__).resolve().parent.parent
@@ -91,9 +93,53 @@ def transports() -> dict[str, str]:
 
 
 def dynamic() -> dict[str, Any]:
-    """What does change: load, memory in use, other processes' CPU."""
+    """What does change (SPIMS sec. 5's dynamic factors): load, memory in use, processes, and the counters two
+    readings turn into the load over the run (over_run()): the host's CPU time split, its interfaces' bytes and
+    packets (/proc/net/dev of the root namespace) and the bytes swapped, all since boot."""
+    swap = psutil.swap_memory()
     return {
+        "at_unix_seconds": time.time(),
         "loadavg": list(os.getloadavg()),
         "memory_available_bytes": psutil.virtual_memory().available,
         "processes": len(psutil.pids()),
+        "cpu_seconds": psutil.cpu_times()._asdict(),
+        "interfaces": parse_proc_net_dev(Path("/proc/net/dev").read_text()),
+        "swapped_in_bytes": swap.sin,
+        "swapped_out_bytes": swap.sout,
+    }
+
+
+CPU_COUNTED_TWICE = ("guest", "guest_nice")  # Linux counts them in user and nice as well
+
+
+def traffic(before: dict[str, dict[str, int]], after: dict[str, dict[str, int]], seconds: float) -> dict[str, Any]:
+    """Per interface in both readings: bytes and packets each way between them, and bytes/s. An interface whose
+    counters went back (made anew in between) is left out."""
+    out: dict[str, Any] = {}
+    for name, c1 in after.items():
+        c0 = before.get(name)
+        if c0 is None or any(c1[k] < c0.get(k, 0) for k in c1):
+            continue
+        d: dict[str, float] = {k: c1[k] - c0.get(k, 0) for k in c1}
+        if seconds > 0:
+            d |= {f"{k}_per_second": d[k] / seconds for k in ("rx_bytes", "tx_bytes") if k in d}
+        out[name] = d
+    return out
+
+
+def over_run(start: dict[str, Any], end: dict[str, Any]) -> dict[str, Any]:
+    """The background load between two dynamic() readings: the host CPU's busy and softirq shares (all cores),
+    each interface's traffic (traffic()) and the bytes swapped in and out."""
+    seconds = end["at_unix_seconds"] - start["at_unix_seconds"]
+    c0, c1 = start["cpu_seconds"], end["cpu_seconds"]
+    delta = {k: c1[k] - c0.get(k, 0.0) for k in c1 if k not in CPU_COUNTED_TWICE}
+    total = sum(delta.values())
+    idle = delta.get("idle", 0.0) + delta.get("iowait", 0.0)
+    return {
+        "seconds": seconds,
+        "cpu_busy_ratio": 1 - idle / total if total > 0 else None,
+        "cpu_softirq_ratio": delta.get("softirq", 0.0) / total if total > 0 else None,
+        "interfaces": traffic(start["interfaces"], end["interfaces"], seconds),
+        "swapped_in_bytes": end["swapped_in_bytes"] - start["swapped_in_bytes"],
+        "swapped_out_bytes": end["swapped_out_bytes"] - start["swapped_out_bytes"],
     }

@@ -31,6 +31,7 @@ import docker.errors
 
 from . import dockerhost, firewall, impair, naming, ownership, topo
 from .errors import ExecTimeoutError, LabError, ProtolabError
+from .hoststats import parse_proc_net_dev
 from .impair import Endpoint
 from .linkstate import LinkState
 from .model.impairment import Impairment, LinkImpairment
@@ -531,6 +532,18 @@ class Lab:
         """Every lab link end's segmentation offloads as the kernel has them now (`ethtool -k` read back, not what
         was asked): 'node:interface' -> tso, gso, gro, lro -> 'off', 'on', 'off [fixed]' ... (for the manifest)."""
         return {f"{node}:{end.intf}": read_offloads(end) for node, end in self._ends()}
+
+    def interface_counters(self) -> dict[str, dict[str, int]]:
+        """Every lab link end's counters now (/proc/net/dev read in its namespace, once per namespace):
+        'node:interface' -> rx_bytes, rx_packets, tx_bytes, tx_packets."""
+        tables: dict[int | None, dict[str, dict[str, int]]] = {}
+        out = {}
+        for node, end in self._ends():
+            if end.pid not in tables:
+                tables[end.pid] = parse_proc_net_dev(run(end.cmd("cat", "/proc/net/dev"), timeout=10))
+            if end.intf in tables[end.pid]:
+                out[f"{node}:{end.intf}"] = tables[end.pid][end.intf]
+        return out
 
     def _ends(self) -> list[tuple[str, Endpoint]]:
         return [(n, e) for (a, b), ends in self.link_ends.items() for n, e in zip((a, b), ends, strict=True)]

@@ -122,11 +122,12 @@ class ExperimentRun:
                       flush=True)  # fmt: skip
                 lab = self._deploy(points, f"lab{gi + 1}")
                 self._targets(lab, points, prom)
+                counters, since = session.best_effort(lab.interface_counters, {}), time.monotonic()
                 checked = self._self_check(lab, points[0].experiment)
-                self.deployments.append({"topology": points[0].experiment.topology.model_dump(mode="json"),
-                                         **lab.timings, "links": lab.applied, "self_check": checked,
-                                         "node_sysctls": lab.node_sysctls(),
-                                         "offloads": session.best_effort(lab.offloads, {})})  # fmt: skip
+                deployment = {"topology": points[0].experiment.topology.model_dump(mode="json"), **lab.timings,
+                              "links": lab.applied, "self_check": checked, "node_sysctls": lab.node_sysctls(),
+                              "offloads": session.best_effort(lab.offloads, {})}  # fmt: skip
+                self.deployments.append(deployment)
                 rng = random.Random(self.plan.base.random_seed + gi)
                 while group:
                     for point, rep in group:
@@ -140,6 +141,9 @@ class ExperimentRun:
                         progress.finish()
                     group = self._another_round(points, rng)  # points repeated until stable (RepeatUntil)
                     progress.total += len(group)
+                # the load each lab interface carried while this lab was up (self-check and workloads included)
+                deployment["interface_traffic"] = environment.traffic(
+                    counters, session.best_effort(lab.interface_counters, {}), time.monotonic() - since)
                 monitor.write_targets([])
                 if not (self.keep and gi == len(groups) - 1):
                     self._destroy(lab)
@@ -395,6 +399,8 @@ class ExperimentRun:
         m = self.manifest
         m["finished_at"] = dt.datetime.now(dt.UTC).isoformat()
         m["environment"]["dynamic_end"] = session.best_effort(environment.dynamic, {})
+        m["environment"]["over_run"] = session.best_effort(
+            lambda: environment.over_run(m["environment"]["dynamic"], m["environment"]["dynamic_end"]), {})
         m["deployments"] = self.deployments
         m["preflight_actions"] = self.actions
         m["host_state"]["after"] = session.best_effort(ownership.hoststate.snapshot, {})
