@@ -506,23 +506,30 @@ class Lab:
                 raise LabError(f"{h.name}: address {x.address} missing on {x.name} after configuration:\n{out}")
 
     def _resolve_neighbors(self) -> None:
-        """Every node pings each address on its subnets once, over IPv4 and IPv6, before any impairment: the
-        ARP and neighbor caches then hold each other as on a network already running. Otherwise the first
-        packet of a workload waits for resolution across an impaired link, and a lost neighbor solicitation
-        holds it (and all queued behind it) for the kernel's 1 s retransmit (seen: an IPv6 echo averaging
-        96 ms over a 10 ms link). Entries only go stale afterwards, and a stale entry still sends at once."""
+        """Before any impairment, each node pings once (IPv4 and IPv6) the neighbors it would reach across a link
+        the spec impairs: its subnets' peers when its own link there is impaired, and any peer whose link is. The
+        ARP and neighbor caches then hold them as on a network already running. Otherwise the first packet of a
+        workload waits for resolution across the impaired link, and a lost neighbor solicitation holds it (and all
+        queued behind it) for the kernel's 1 s retransmit (seen: an IPv6 echo averaging 96 ms over a 10 ms link).
+        Entries only go stale afterwards, and a stale entry still sends at once. Only impaired links: resolving
+        every pair of a large LAN is O(N^2) pings and overflows the kernel's neighbor table, which all namespaces
+        share (IPv6 gc_thresh3 is 1024: a 64-host LAN would need 4032 entries per family)."""
         t = self.topology
-        addrs = [
-            (n, ip) for lk in t.links for n, ip in ((lk.node1, lk.ip1), (lk.node2, lk.ip2)) if ip and n in self.net
+        impaired = {frozenset(item.link) for item in self.impairments}
+        ends = [
+            (n, ipaddress.ip_interface(ip), frozenset((lk.node1, lk.node2)) in impaired)
+            for lk in t.links
+            for n, ip in ((lk.node1, lk.ip1), (lk.node2, lk.ip2))
+            if ip and n in self.net
         ]
         for h in t.hosts:
             if h.name not in self.net:
                 continue
-            mine = {ipaddress.ip_interface(ip).network for n, ip in addrs if n == h.name}
-            peers = sorted({ip for n, ip in addrs if n != h.name and ipaddress.ip_interface(ip).network in mine})
-            targets = [("", str(ipaddress.ip_interface(ip).ip)) for ip in peers]
+            mine = {i.network: hot for n, i, hot in ends if n == h.name}  # subnet -> my link there is impaired
+            peers = sorted({i for n, i, hot in ends if n != h.name and i.network in mine and (hot or mine[i.network])})
+            targets = [("", str(i.ip)) for i in peers]
             if t.ipv6:
-                targets += [("-6 ", str(ipaddress.ip_interface(topo.v6_address(ip)).ip)) for ip in peers]
+                targets += [("-6 ", str(ipaddress.ip_interface(topo.v6_address(str(i))).ip)) for i in peers]
             if targets:
                 self.net.get(h.name).cmd(
                     " ".join(f"ping {f}-c 1 -W 1 -q {a} >/dev/null 2>&1 &" for f, a in targets) + " wait"
