@@ -154,8 +154,9 @@ def node_classes():
 
 
 OFFLOADS = ["tso", "gso", "gro", "lro"]
+# ethtool -k's names for them
 OFFLOAD_FEATURES = {"tcp-segmentation-offload": "tso", "generic-segmentation-offload": "gso",
-                    "generic-receive-offload": "gro", "large-receive-offload": "lro"}  # fmt: skip (ethtool -k's names)
+                    "generic-receive-offload": "gro", "large-receive-offload": "lro"}  # fmt: skip
 
 
 def _frames_not_superpackets(intf: str, node: Any = None) -> None:

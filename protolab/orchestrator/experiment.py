@@ -143,7 +143,8 @@ class ExperimentRun:
                     progress.total += len(group)
                 # the load each lab interface carried while this lab was up (self-check and workloads included)
                 deployment["interface_traffic"] = environment.traffic(
-                    counters, session.best_effort(lab.interface_counters, {}), time.monotonic() - since)
+                    counters, session.best_effort(lab.interface_counters, {}), time.monotonic() - since
+                )
                 monitor.write_targets([])
                 if not (self.keep and gi == len(groups) - 1):
                     self._destroy(lab)
@@ -400,7 +401,8 @@ class ExperimentRun:
         m["finished_at"] = dt.datetime.now(dt.UTC).isoformat()
         m["environment"]["dynamic_end"] = session.best_effort(environment.dynamic, {})
         m["environment"]["over_run"] = session.best_effort(
-            lambda: environment.over_run(m["environment"]["dynamic"], m["environment"]["dynamic_end"]), {})
+            lambda: environment.over_run(m["environment"]["dynamic"], m["environment"]["dynamic_end"]), {}
+        )
         m["deployments"] = self.deployments
         m["preflight_actions"] = self.actions
         m["host_state"]["after"] = session.best_effort(ownership.hoststate.snapshot, {})

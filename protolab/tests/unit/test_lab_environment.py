@@ -70,12 +70,17 @@ def test_counters_are_read_once_per_namespace(monkeypatch: pytest.MonkeyPatch):
 
 
 def _reading(at: float, busy: float, idle: float, eth0_rx: int, swapped: int = 0) -> dict:
-    cpu = {"user": busy, "nice": 0.0, "system": 0.0, "idle": idle, "iowait": 0.0, "softirq": busy / 4,
-           "guest": busy}  # fmt: skip (guest time is also in user)
+    # guest time is also counted in user
+    cpu = {"user": busy, "nice": 0.0, "system": 0.0, "idle": idle, "iowait": 0.0, "softirq": busy / 4, "guest": busy}
     eth0 = {"rx_bytes": eth0_rx, "rx_packets": eth0_rx // 100, "tx_bytes": 0, "tx_packets": 0}
     docker0 = {"rx_bytes": 10**9 - eth0_rx, "rx_packets": 1, "tx_bytes": 0, "tx_packets": 0}
-    return {"at_unix_seconds": at, "cpu_seconds": cpu, "swapped_in_bytes": swapped, "swapped_out_bytes": 0,
-            "interfaces": {"eth0": eth0, "docker0": docker0}}
+    return {
+        "at_unix_seconds": at,
+        "cpu_seconds": cpu,
+        "swapped_in_bytes": swapped,
+        "swapped_out_bytes": 0,
+        "interfaces": {"eth0": eth0, "docker0": docker0},
+    }
 
 
 def test_load_over_the_run_from_two_readings():
