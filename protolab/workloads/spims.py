@@ -18,7 +18,9 @@ Columns, per statement (`<task>_` alone for a one-statement spec, else `<task>_s
 `_response_{mean,sd,min,max}_seconds` and `_response_p99_seconds` (request_response),
 `_connect_..._seconds` (connect_disconnect), `_throughput_..._bytes_per_second` (bulk_get), each with
 `_..._ci95_...` (half-width of the mean's 95 % confidence interval, Student's t over the runs) and
-`_..._nsd_ratio`; `_runs_total`, `_timeouts_total`, `_late_total` (exchanges or connections beyond
+`_..._nsd_ratio`; for bulk_get also its throughput at the sender (the responder's first read of its source to
+its last write's return, per run), `_sender_throughput_{mean,sd,min,max}_bytes_per_second` and
+`_sender_throughput_nsd_ratio`; `_runs_total`, `_timeouts_total`, `_late_total` (exchanges or connections beyond
 `late_bound`);
 `_aggregate_throughput_mean_bytes_per_second` for parallel bulk_gets and
 `_background_throughput_bytes_per_second` for background load.
@@ -148,6 +150,8 @@ class SpimsTask(TaskModel):
                 cols += [f"{p}_{q}_{s}_{unit}" for s in STATS] + [f"{p}_{q}_ci95_{unit}", f"{p}_{q}_nsd_ratio"]
                 if kind == "request_response":
                     cols.append(f"{p}_response_p99_seconds")
+                if kind == "bulk_get":
+                    cols += [f"{p}_sender_{q}_{s}_{unit}" for s in STATS] + [f"{p}_sender_{q}_nsd_ratio"]
             cols += [f"{p}_runs_total", f"{p}_timeouts_total", f"{p}_late_total"]
             if len([j for j in measured if j.type == "bulk_get"]) > 1:
                 cols.append(f"{p}_aggregate_throughput_mean_bytes_per_second")

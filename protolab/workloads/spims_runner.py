@@ -81,6 +81,25 @@ def run_values(job: Job, result: dict[str, Any]) -> list[float]:
     return [statistics.fmean(samples[i : i + count]) for i in range(0, len(samples) - count + 1, count)]
 
 
+def pooled(summaries: list[dict[str, Any] | None]) -> dict[str, float | None]:
+    """mean, sd, min, max and nsd over the union of the values several agents summarized (their count, mean,
+    sd, min, max): the moments combined exactly, as if the values were pooled."""
+    parts = [s for s in summaries if s and s.get("count") and s.get("mean") is not None]
+    n = sum(s["count"] for s in parts)
+    if not n:
+        return dict.fromkeys(("mean", "sd", "min", "max", "nsd"))
+    mean = math.fsum(s["count"] * s["mean"] for s in parts) / n
+    m2 = math.fsum((s["count"] - 1) * (s.get("sd") or 0.0) ** 2 + s["count"] * (s["mean"] - mean) ** 2 for s in parts)
+    sd = math.sqrt(m2 / (n - 1)) if n > 1 else 0.0
+    return {"mean": mean, "sd": sd, "min": min(s["min"] for s in parts), "max": max(s["max"] for s in parts),
+            "nsd": sd / abs(mean) if mean else None}  # fmt: skip
+
+
+def sender_stats(results: list[dict[str, Any]]) -> dict[str, float | None]:
+    """bulk_get's throughput at the sender over the runs of every result (the agent's summary of its runs)."""
+    return pooled([(r.get("bulk") or {}).get("sender_bytes_per_second") for r in results])
+
+
 def aggregate_rate(results: list[dict[str, Any]]) -> float | None:
     """Bytes all initiators received over the span from the first start to the last end. The replicas' runs are
     not held in lockstep, so a per-run sum would add runs that did not overlap (one replica's run alone on the
@@ -189,6 +208,11 @@ class SpimsRunner(WorkloadRunner[SpimsTask]):
             timed = [j for j in measured if j.type != "bulk_get"]  # a transfer is not late, it is slow
             out[f"{p}_late_total"] = float(sum(self.results[j.id].get("late", 0) for j in timed))
             bulk = [self.results[j.id] for j in measured if j.type == "bulk_get"]
+            if bulk:
+                sent = sender_stats(bulk)
+                q, unit = QUANTITY["bulk_get"]
+                out |= {f"{p}_sender_{q}_{s}_{unit}": sent[s] for s in ("mean", "sd", "min", "max")}
+                out[f"{p}_sender_{q}_nsd_ratio"] = sent["nsd"]
             if len(bulk) > 1:
                 out[f"{p}_aggregate_throughput_mean_bytes_per_second"] = aggregate_rate(bulk)
             load = [self.results[j.id] for j in self.jobs if j.group == g and j.role == "background"

@@ -6,13 +6,14 @@ from __future__ import annotations
 import json
 import re
 import statistics
+from pathlib import Path
 from typing import Any
 
 import pytest
 from pydantic import ValidationError
 
 from protolab.workloads.spims import SpimsTask
-from protolab.workloads.spims_runner import SpimsRunner, agent_job, dist_json, run_values
+from protolab.workloads.spims_runner import SpimsRunner, agent_job, dist_json, run_values, sender_stats
 
 
 def _task(spec: str, **kw: Any) -> SpimsTask:
@@ -228,3 +229,41 @@ def test_file_and_virtual_memory_go_to_the_agent():
     assert job["source_data"] == {"access": "file", "path": "/srv/data"}
     assert job["destination_data"] == {"access": "virtual_memory"}
     assert "source_data" not in agent_job(_task("2 rr 32*2,").jobs()[0], _task("2 rr 32*2,"), "a:1", 1, 60)
+
+
+FIXTURES = Path(__file__).parent / "fixtures" / "spims"
+
+
+def test_bulk_get_reports_the_sender_beside_the_receiver_from_a_captured_agent_result():
+    # `protolab-spims run` of 3 bulk_get 1024*100 over TCP on loopback (fixtures/spims/README.md: how)
+    captured = json.loads((FIXTURES / "bulk_get-tcp.json").read_text())
+    sender, receiver = captured["bulk"]["sender_bytes_per_second"], captured["bulk"]["receiver_bytes_per_second"]
+    t = _task("3 bulk_get 1024*100,")
+    r = SpimsRunner(t, FakeLab({"s1.p1.r1": captured}))
+    r.prepare()
+    r.run()
+    out = r.result()
+    assert set(out) == set(t.columns())
+    for s in ("mean", "sd", "min", "max"):
+        assert out[f"x_sender_throughput_{s}_bytes_per_second"] == pytest.approx(sender[s])
+        assert out[f"x_throughput_{s}_bytes_per_second"] == pytest.approx(receiver[s], rel=1e-6)
+    assert out["x_sender_throughput_nsd_ratio"] == pytest.approx(sender["normalized_sd"])
+    assert out["x_sender_throughput_mean_bytes_per_second"] != out["x_throughput_mean_bytes_per_second"]
+
+
+def test_parallel_senders_are_pooled_as_if_their_runs_were_one_list():
+    a, b = [3.0e6, 5.0e6, 4.0e6], [1.0e6, 2.0e6]
+
+    def summary(xs: list[float]) -> dict[str, Any]:
+        sd = statistics.stdev(xs) if len(xs) > 1 else None  # the agent's sd of one value is null
+        return {"count": len(xs), "mean": statistics.fmean(xs), "sd": sd, "min": min(xs), "max": max(xs)}
+
+    got = sender_stats([{"bulk": {"sender_bytes_per_second": summary(a)}},
+                        {"bulk": {"sender_bytes_per_second": summary(b)}}, {"bulk": {}}])  # fmt: skip
+    assert got["mean"] == pytest.approx(statistics.fmean(a + b))
+    assert got["sd"] == pytest.approx(statistics.stdev(a + b))
+    assert (got["min"], got["max"]) == (1.0e6, 5.0e6)
+    assert got["nsd"] == pytest.approx(statistics.stdev(a + b) / statistics.fmean(a + b))
+    one = sender_stats([{"bulk": {"sender_bytes_per_second": summary([2.0e6])}}])
+    assert (one["mean"], one["sd"], one["nsd"]) == (2.0e6, 0.0, 0.0)
+    assert sender_stats([{}])["mean"] is None
