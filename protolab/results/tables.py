@@ -28,6 +28,20 @@ def unstable(s: dict[str, Any]) -> bool:
     return s["n"] > 1 and s.get("nsd") is not None and s["nsd"] > NSD_BOUND
 
 
+def runs_nsd_column(column: str) -> str | None:
+    """For a `<q>_mean_<unit>` column, the column with the normalized sd over one measurement's runs,
+    `<q>_nsd_ratio` (the spims workload's); None for any other column."""
+    q, sep, unit = column.rpartition("_mean_")
+    return f"{q}_nsd_ratio" if sep and q and unit else None
+
+
+def _runs_nsd(rows: Sequence[Row], column: str) -> float | None:
+    """The mean over the rows (repetitions) of the column's runs_nsd_column, None when they carry none."""
+    name = runs_nsd_column(column)
+    got = clean(r.get(name) for r in rows) if name else []
+    return math.fsum(got) / len(got) if got else None
+
+
 @dataclass(frozen=True)
 class Convergence:
     """The repetitions a table row's points took under `repetitions: {until_nsd: ...}`."""
@@ -77,6 +91,7 @@ class TableData:
     seed: SeedTable | None = None  # the seed's numbers, shown beside the measured columns they share
     convergence: list[Convergence] | None = None  # per combo, under `repetitions: {until_nsd: ...}`
     until: Mapping[str, Any] | None = None  # that spec
+    runs_nsd: list[list[float | None]] | None = None  # [combo][column]: nsd over a measurement's runs (_runs_nsd)
 
     @classmethod
     def build(cls, spec: Table, sweep: Sweep, rows: Sequence[Row], seed: SeedTable | None = None,
@@ -92,6 +107,7 @@ class TableData:
         stats = [
             [describe(r.get(c) for r in select_rows(rows, spec.rows, combo)) for c in spec.columns] for combo in combos
         ]
+        runs_nsd = [[_runs_nsd(select_rows(rows, spec.rows, combo), c) for c in spec.columns] for combo in combos]
         displays = [Display.for_column(c, clean(r.get(c) for r in rows)) for c in spec.columns]
         if seed is not None:  # seed rows the run did not measure go last, with empty measured cells
             measured = {seedkey(c) for c in combos}
@@ -99,8 +115,14 @@ class TableData:
                 if seedkey(k) not in measured:
                     combos.append(k)
                     stats.append([describe([]) for _ in spec.columns])
+                    runs_nsd.append([None for _ in spec.columns])
         conv = [Convergence.of(select_rows(rows, spec.rows, c), repetitions) for c in combos] if repetitions else None
-        return cls(spec, combos, stats, displays, sweep.pooled(spec.rows, rows), seed, conv, until)
+        return cls(spec, combos, stats, displays, sweep.pooled(spec.rows, rows), seed, conv, until, runs_nsd)
+
+    def _attached_nsd(self, i: int, j: int) -> float | None:
+        """The nsd over the runs of cell (combo i, column j) when above NSD_BOUND (SPIMS sec. 7.2 attaches it)."""
+        v = self.runs_nsd[i][j] if self.runs_nsd else None
+        return v if v is not None and v > NSD_BOUND else None
 
     def _has_seed(self, column: str) -> bool:
         return self.seed is not None and column in self.seed.columns
@@ -130,8 +152,10 @@ class TableData:
         for i, (combo, stats) in enumerate(zip(self.combos, self.stats, strict=True)):
             seed = self._seed_values(combo)
             row = list(combo) + ([self.convergence[i].text()] if self.convergence else [])
-            for c, s, d in zip(self.spec.columns, stats, self.displays, strict=True):
-                row.append(d.mean_sd(s["mean"], s["sd"], s["n"]) + (f" {NSD_MARK}" if unstable(s) else ""))
+            for j, (c, s, d) in enumerate(zip(self.spec.columns, stats, self.displays, strict=True)):
+                runs = self._attached_nsd(i, j)
+                row.append(d.mean_sd(s["mean"], s["sd"], s["n"]) + (f" (nsd {runs:.2g})" if runs is not None else "")
+                           + (f" {NSD_MARK}" if unstable(s) else ""))  # fmt: skip
                 if self._has_seed(c):
                     row.append(d.number(seed.get(c)))
             out.append(row)
@@ -157,6 +181,16 @@ class TableData:
                 f" {NSD_MARK} = normalized standard deviation (sd / |mean|) above {NSD_BOUND:g}: the repetitions "
                 "disagree (SPIMS, sec. 7)."
                 if any(unstable(s) for row in self.stats for s in row)
+                else ""
+            )
+            + (
+                f" (nsd x) = the normalized standard deviation over one measurement's runs, attached where above "
+                f"{NSD_BOUND:g} as SPIMS sec. 7.2 does (the mean over the repetitions)."
+                if any(
+                    self._attached_nsd(i, j) is not None
+                    for i in range(len(self.combos))
+                    for j in range(len(self.spec.columns))
+                )
                 else ""
             )
         )
