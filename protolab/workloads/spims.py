@@ -40,7 +40,8 @@ from .base import Link, TaskModel, host_paths, workload
 if TYPE_CHECKING:
     from ..topo import Topology
 
-# protolab-spims's registry (agents/transport); `protolab-spims transports` says which this kernel has
+# protolab-spims's registry (agents/transport), as agents/transport/names.txt lists it (tests on both sides hold
+# the three equal); `protolab-spims transports` says which this kernel has
 TRANSPORTS = ("tcp", "tls", "udp", "quic", "mptcp", "sctp")
 QUANTITY = {  # application type -> (column quantity, unit)
     "request_response": ("response", "seconds"),
