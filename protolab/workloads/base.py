@@ -134,6 +134,13 @@ class LabAPI(Protocol):
 T = TypeVar("T", bound=TaskModel)
 
 
+def wait_in_node(lab: LabAPI, host: str, check: str, tries: int = 100) -> bool:
+    """Poll the shell condition `check` inside `host` every 50 ms, `tries` times at most; whether it came true (a
+    server seen listening, a monitor seen running)."""
+    script = f"for i in $(seq {tries}); do {check} && exit 0; sleep 0.05; done; exit 1"
+    return lab.exec(host, ["sh", "-c", script])[0] == 0
+
+
 class WorkloadRunner(Generic[T]):
     """prepare() before the phase starts, run() in its own thread for the phase, result() after it."""
 

@@ -10,7 +10,7 @@ import threading
 import time
 from typing import Any
 
-from .base import WorkloadError, WorkloadRunner, json_report
+from .base import WorkloadError, WorkloadRunner, json_report, wait_in_node
 from .iperf3 import Iperf3Task
 
 HANDSHAKE_ERROR = "unable to read from stream socket"
@@ -35,9 +35,7 @@ class Iperf3Runner(WorkloadRunner[Iperf3Task]):
 
         self._server_thread = threading.Thread(target=serve, daemon=True)
         self._server_thread.start()
-        wait = f"for i in $(seq 100); do ss -Hltn 'sport = :{t.port}' | grep -q . && exit 0; sleep 0.05; done; exit 1"
-        code, _, _ = self.lab.exec(t.server, ["sh", "-c", wait])
-        if code != 0:
+        if not wait_in_node(self.lab, t.server, f"ss -Hltn 'sport = :{t.port}' | grep -q ."):
             raise WorkloadError(f"iperf3 task {t.name}: server on {t.server} did not listen on port {t.port}")
 
     def _restart_server(self) -> None:

@@ -10,7 +10,7 @@ import time
 from datetime import UTC, datetime
 from typing import Any
 
-from .base import WorkloadError, WorkloadRunner
+from .base import WorkloadError, WorkloadRunner, wait_in_node
 from .request_response import RequestResponseTask
 from .spims_agent import Responder, TransportUnavailableError, initiate, target
 
@@ -157,10 +157,7 @@ class RequestResponseRunner(WorkloadRunner[RequestResponseTask]):
             self._monitor_thread = threading.Thread(target=self._monitor, daemon=True, name=f"mptcp-{t.name}")
             self._monitor_thread.start()
             # listening before the first connection: its CREATED and SF_ESTABLISHED events are the timeline's start
-            wait = (
-                "for i in $(seq 40); do pgrep -f 'ip -ts mptcp monitor' >/dev/null && exit 0; sleep 0.05; done; exit 1"
-            )
-            if self.lab.exec(t.client, ["sh", "-c", wait])[0] == 0:
+            if wait_in_node(self.lab, t.client, "pgrep -f 'ip -ts mptcp monitor' >/dev/null", tries=40):
                 time.sleep(0.2)  # from the process to its netlink subscription
 
     def tuning(self) -> dict[str, Any]:

@@ -15,7 +15,7 @@ import shlex
 import threading
 from typing import Any
 
-from .base import LabAPI, WorkloadError
+from .base import LabAPI, WorkloadError, wait_in_node
 
 BIN = "protolab-spims"
 UNAVAILABLE = 3  # protolab-spims: the transport is not available here
@@ -47,8 +47,7 @@ class Responder:
         # ss lists SCTP sockets only with the sctp_diag module; the sctp module's own table always has them
         listening = (f"awk -v p={self.port} '$6 == p {{f = 1}} END {{exit !f}}' /proc/net/sctp/eps 2>/dev/null"
                      if self.transport == "sctp" else f"ss -Hlntu 'sport = :{self.port}' | grep -q .")  # fmt: skip
-        wait = f"for i in $(seq 100); do {listening} && exit 0; sleep 0.05; done; exit 1"
-        if self.lab.exec(self.host, ["sh", "-c", wait])[0] != 0:
+        if not wait_in_node(self.lab, self.host, listening):
             self._thread.join(timeout=2)
             if self.error and "not available" in self.error:
                 raise TransportUnavailableError(self.error)

@@ -19,7 +19,7 @@ import shlex
 import threading
 from typing import Any
 
-from .base import WorkloadError, WorkloadRunner
+from .base import WorkloadError, WorkloadRunner, wait_in_node
 from .spims_agent import Responder, TransportUnavailableError, initiate, interrupt, target
 from .transfer import COLUMNS, FRAME_OVERHEAD, TransferTask
 
@@ -263,9 +263,7 @@ class TransferRunner(WorkloadRunner[TransferTask]):
 
         self._thread = threading.Thread(target=receive, daemon=True, name=f"tp4-recv-{t.name}")
         self._thread.start()
-        wait = (f"for i in $(seq {LISTEN_POLLS}); do ss -Hlnu 'sport = :{t.port}' | grep -q . && exit 0; "
-                "sleep 0.05; done; exit 1")  # fmt: skip
-        if self.lab.exec(t.receiver, ["sh", "-c", wait])[0] != 0:
+        if not wait_in_node(self.lab, t.receiver, f"ss -Hlnu 'sport = :{t.port}' | grep -q .", tries=LISTEN_POLLS):
             self._thread.join(timeout=2)
             code, out, err = self._recv_out or (None, "", "")
             said = f": exit {code}: {(err or out).strip()[-300:]}" if code is not None else ""
