@@ -16,7 +16,7 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from . import dockerhost, naming, ownership
+from . import dockerhost, naming, ownership, rxcpu
 from .errors import DockerUnreachableError, LabBusyError
 from .ownership import Context, Ledger
 
@@ -67,9 +67,15 @@ def _clean(verbose: bool, forced: bool) -> list[str]:
         docker_error = None
     except DockerUnreachableError as exc:
         docker_error = exc
-    for ledger in ownership.ledgers():
-        if not forced and any(e["kind"] == "run" and e["pid"] == os.getpid() for e in ledger.entries()):
-            continue  # this very process's own lab
+    ledgers = [
+        ledger
+        for ledger in ownership.ledgers()
+        if forced or not any(e["kind"] == "run" and e["pid"] == os.getpid() for e in ledger.entries())
+    ]  # not this very process's own lab
+    if len(ledgers) == len(ownership.ledgers()):
+        # receive kthreads a killed lab left in its containers' cgroups, back first: then those cgroups can go
+        done += [f"moved napi kthread {p} back to the root cgroup" for p in rxcpu.release_orphans()]
+    for ledger in ledgers:
         done += _sweep(ledger, ctx, failures)
     if docker_error is None:
         for item in _labelled(ctx, remove=True):

@@ -29,7 +29,7 @@ from typing import Any
 import docker
 import docker.errors
 
-from . import dockerhost, firewall, impair, naming, ownership, topo
+from . import dockerhost, firewall, impair, naming, ownership, rxcpu, topo
 from .errors import ExecTimeoutError, LabError, ProtolabError
 from .hoststats import parse_proc_net_dev
 from .impair import Endpoint
@@ -247,8 +247,10 @@ class Lab:
     backend_probe: dict[str, tuple[bool, str]] = field(default_factory=dict)
     link_ends: dict[tuple[str, str], tuple[Endpoint, Endpoint]] = field(default_factory=dict)
     links: LinkState | None = None  # each link's impairments and cable, once deployed
+    receive_cpu: rxcpu.ReceiveCpu = field(init=False)  # whose cgroup kernel receive work is charged to
 
     def __post_init__(self) -> None:
+        self.receive_cpu = rxcpu.ReceiveCpu(self.topology.receive_cpu)
         self.client = self.client or docker.from_env()
         self.ledger = self.ledger or Ledger(self.run_id, "lab")
         self._locked = False
@@ -285,6 +287,7 @@ class Lab:
         t1 = time.monotonic()
         self._build_network()
         self._configure_hosts()
+        self._charge_receive_work()
         self._resolve_neighbors()
         self._impair()
         self.timings = {"containers_seconds": t1 - t0, "network_seconds": time.monotonic() - t1}
@@ -295,6 +298,7 @@ class Lab:
         (and stays in the ledger for `protolab clean`); this never raises."""
         t0 = time.monotonic()
         assert self.ledger is not None
+        self.teardown_failures += self.receive_cpu.detach()  # before the containers' cgroups go
         if self.net is not None:
             try:
                 self.net.stop()
@@ -487,6 +491,18 @@ class Lab:
                 for c in v6[h.name]:
                     if c.split()[4].split("/")[0] not in out:
                         raise LabError(f"{h.name}: address {c.split()[4]} missing after configuration:\n{out}")
+
+    def _charge_receive_work(self) -> None:
+        """Each node's kernel receive work charged to the node's own cgroup (protolab.rxcpu; mode `node`)."""
+        if self.receive_cpu.mode != "node":
+            self.actions.append("receive work charged in context (topology receive_cpu: in_context)")
+            return
+        for h in self.topology.hosts:
+            data = [i.name for i in self.net.get(h.name).intfList() if i.name != "lo"]
+            try:
+                self.receive_cpu.attach(h.name, self.nodes[h.name].pid, data)
+            except (RuntimeError, OSError, ValueError) as exc:
+                raise LabError(f"charging receive work to its node: {exc}") from None
 
     def _add_interfaces(self, h: topo.Host, mn: Any) -> None:
         """A node's extra interfaces, made inside its network namespace (so they go with the container): dummy

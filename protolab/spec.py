@@ -67,6 +67,13 @@ class TopologySpec(Strict):
         "null: the topology file's setting, else true",
     )
 
+    receive_cpu: Literal["node", "in_context"] = Field(
+        "node",
+        description="whose CPU a node's kernel receive work is charged to: `node` (threaded NAPI on every node "
+        "interface, its kthread in the node's cgroup: the receiver pays for its own stack, under its CPU budget) or "
+        "`in_context` (the kernel's default here: softirq charged to whatever task runs, often the sender)",
+    )
+
     @model_validator(mode="before")
     @classmethod
     def _inline_or_file(cls, data: Any, info: ValidationInfo) -> Any:
@@ -127,6 +134,7 @@ class TopologySpec(Strict):
             t.source = self.file
         if self.ipv6 is not None:
             t.ipv6 = self.ipv6
+        t.receive_cpu = self.receive_cpu
         return t
 
 
