@@ -1,0 +1,526 @@
+// Command protolab-nicfilter models the receive address filter of each lab
+// host's NIC at the bridge port toward the host: frames the modelled NIC
+// would not accept are dropped at that port's egress, before the host's
+// kernel pays for them. See package protolab/agents/nicfilter.
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"io/fs"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"os/signal"
+	"runtime"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/cilium/ebpf/link"
+	"github.com/prometheus/client_golang/prometheus"
+
+	"protolab/agents/linkem"
+	"protolab/agents/metrics"
+	"protolab/agents/nicfilter"
+)
+
+// Set at build time with -ldflags "-X main.version=... -X main.revision=...".
+var (
+	version  = metrics.DefaultVersion
+	revision = metrics.DefaultRevision
+)
+
+func main() {
+	os.Exit(run(context.Background(), os.Args[1:], os.Stdout, os.Stderr))
+}
+
+const usageHeader = `Usage: protolab-nicfilter run --port BRIDGEPORT --pid PID --ifname IFNAME [--mode MODE]
+                          [--port ... --pid ... --ifname ... [--mode ...]]... [flags]
+       protolab-nicfilter run --config FILE [flags]
+
+Models each host's NIC receive filter at the egress of the bridge port
+toward the host (tcx, root network namespace), so frames the NIC would not
+accept never reach the host's kernel. Each --port starts a host; the
+--pid, --ifname and --mode after it are that host's (a --mode before the
+first --port is the default of all). --config FILE is a JSON list of
+{"port": "...", "pid": N, "ifname": "...", "mode": "..."} instead.
+
+Modes: perfect     unicast only for the interface's address, multicast only
+                   for the joined link-layer addresses (today's NICs)
+       hash64      unicast as perfect, multicast whose CRC bin is set in the
+                   64-bin logical address filter of the joined addresses
+                   (AMD LANCE / PCnet, the 1990s hosts)
+       promiscuous everything
+Broadcast always passes; the host's IFF_PROMISC / IFF_ALLMULTI open the
+filter as a driver would. The joined addresses, the interface's address and
+flags are read every --poll from /proc/PID/net/dev_mcast and the host's
+network namespace.
+
+Prints "ready" on stdout once every host is attached. HTTP on --control
+PATH (a unix socket, mode 0600, removed at exit):
+  GET /stats    JSON: per host its mode, address, joined groups, filter mask
+                and counters {passed, dropped_unicast, dropped_multicast}
+                each {packets, bytes}
+  GET /metrics  Prometheus:
+    protolab_nicfilter_packets_total{port,verdict}   verdict = passed|dropped_unicast|dropped_multicast
+    protolab_nicfilter_bytes_total{port,verdict}     bytes (frames without FCS)
+    protolab_nicfilter_joined_groups{port}           link-layer groups joined
+    protolab_nicfilter_poll_errors_total{port}       failed reads of the host's state
+  GET /healthz
+
+SIGTERM or SIGINT: detach (the attachments are not pinned), exit 0.
+Exit codes: 0 clean stop, 1 runtime error, 2 bad usage.
+
+Flags:
+`
+
+type hostSpec struct {
+	Port   string `json:"port"`
+	PID    int    `json:"pid"`
+	IfName string `json:"ifname"`
+	Mode   string `json:"mode"`
+}
+
+// hostsFlag collects the hosts: --port starts one, --pid/--ifname/--mode
+// set the last one's.
+type hostsFlag struct {
+	hosts       []hostSpec
+	defaultMode string
+}
+
+func (h *hostsFlag) last(name string) (*hostSpec, error) {
+	if len(h.hosts) == 0 {
+		return nil, fmt.Errorf("--%s before any --port", name)
+	}
+	return &h.hosts[len(h.hosts)-1], nil
+}
+
+type hostField struct {
+	h    *hostsFlag
+	name string
+}
+
+func (f hostField) String() string { return "" }
+
+func (f hostField) Set(v string) error {
+	if f.name == "port" {
+		f.h.hosts = append(f.h.hosts, hostSpec{Port: v})
+		return nil
+	}
+	if f.name == "mode" && len(f.h.hosts) == 0 {
+		f.h.defaultMode = v
+		return nil
+	}
+	last, err := f.h.last(f.name)
+	if err != nil {
+		return err
+	}
+	switch f.name {
+	case "pid":
+		n, err := strconv.Atoi(v)
+		if err != nil || n <= 0 {
+			return fmt.Errorf("%q is not a process id (a positive integer)", v)
+		}
+		last.PID = n
+	case "ifname":
+		last.IfName = v
+	case "mode":
+		last.Mode = v
+	}
+	return nil
+}
+
+type usageError struct{ error }
+
+// parse reads the command line: the hosts, checked as far as can be without
+// privileges (the pid exists, the port exists).
+func parse(args []string, stderr io.Writer) (hosts []hostSpec, control string, poll time.Duration, level slog.Level, err error) {
+	if len(args) == 0 || (args[0] != "run" && !strings.HasPrefix(args[0], "-")) {
+		return nil, "", 0, 0, usageError{errors.New("want the subcommand run (see --help)")}
+	}
+	if args[0] == "run" {
+		args = args[1:]
+	}
+	fs := flag.NewFlagSet("protolab-nicfilter", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	hf := &hostsFlag{defaultMode: "perfect"}
+	fs.Var(hostField{hf, "port"}, "port", "bridge port toward a host (root network namespace), e.g. the veth peer of h1-eth0; starts a host")
+	fs.Var(hostField{hf, "pid"}, "pid", "a process in the host's network namespace (the container's init)")
+	fs.Var(hostField{hf, "ifname"}, "ifname", "the host's interface on that link, in its namespace, e.g. h1-eth0")
+	fs.Var(hostField{hf, "mode"}, "mode", "NIC filter: "+strings.Join(nicfilter.Modes(), " | ")+" (default perfect)")
+	config := fs.String("config", "", "JSON file listing the hosts, instead of --port ...")
+	fs.StringVar(&control, "control", "", "unix socket to create for /stats, /metrics and /healthz (mode 0600); nothing may exist at the path; default: none")
+	fs.DurationVar(&poll, "poll", 100*time.Millisecond, "how often the hosts' multicast lists, addresses and flags are read (10ms..10s)")
+	logLevel := fs.String("log-level", "info", "log level: debug | info | warn | error")
+	showVersion := fs.Bool("version", false, "print the version and exit")
+	fs.Usage = func() { fmt.Fprintln(fs.Output(), "Run 'protolab-nicfilter --help' for the flags.") }
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			fmt.Fprint(stderr, usageHeader)
+			fs.PrintDefaults()
+			return nil, "", 0, 0, flag.ErrHelp
+		}
+		return nil, "", 0, 0, usageError{nil}
+	}
+	if *showVersion {
+		return nil, "", 0, 0, errVersion
+	}
+	if fs.NArg() > 0 {
+		return nil, "", 0, 0, usageError{fmt.Errorf("unexpected arguments: %s", strings.Join(fs.Args(), " "))}
+	}
+	if err := level.UnmarshalText([]byte(*logLevel)); err != nil {
+		return nil, "", 0, 0, usageError{fmt.Errorf("--log-level %q: want debug, info, warn or error", *logLevel)}
+	}
+	if poll < 10*time.Millisecond || poll > 10*time.Second {
+		return nil, "", 0, 0, usageError{fmt.Errorf("--poll %v is out of range 10ms..10s", poll)}
+	}
+	hosts = hf.hosts
+	if *config != "" {
+		if len(hosts) > 0 {
+			return nil, "", 0, 0, usageError{errors.New("--config and --port exclude each other")}
+		}
+		if hosts, err = readConfig(*config); err != nil {
+			return nil, "", 0, 0, usageError{err}
+		}
+	}
+	if len(hosts) == 0 {
+		return nil, "", 0, 0, usageError{errors.New("no host: give --port BRIDGEPORT --pid PID --ifname IFNAME, or --config FILE")}
+	}
+	var errs []error
+	ports := map[string]bool{}
+	for i := range hosts {
+		h := &hosts[i]
+		if h.Mode == "" {
+			h.Mode = hf.defaultMode
+		}
+		errs = append(errs, checkHost(*h, ports))
+	}
+	if err := errors.Join(errs...); err != nil {
+		return nil, "", 0, 0, usageError{err}
+	}
+	return hosts, control, poll, level, nil
+}
+
+var errVersion = errors.New("version")
+
+func readConfig(path string) ([]hostSpec, error) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("--config: %w", err)
+	}
+	dec := json.NewDecoder(strings.NewReader(string(b)))
+	dec.DisallowUnknownFields()
+	var hosts []hostSpec
+	if err := dec.Decode(&hosts); err != nil {
+		return nil, fmt.Errorf("--config %s: want a JSON list of {\"port\", \"pid\", \"ifname\", \"mode\"}: %w", path, err)
+	}
+	return hosts, nil
+}
+
+func checkHost(h hostSpec, ports map[string]bool) error {
+	var errs []error
+	name := h.Port
+	if h.Port == "" {
+		errs = append(errs, errors.New("missing port"))
+		name = "(no port)"
+	} else if ports[h.Port] {
+		errs = append(errs, fmt.Errorf("port %s given twice", h.Port))
+	} else if _, err := net.InterfaceByName(h.Port); err != nil {
+		errs = append(errs, fmt.Errorf("no interface %s in this network namespace: %w", h.Port, err))
+	}
+	ports[h.Port] = true
+	if _, err := nicfilter.ParseMode(h.Mode); err != nil {
+		errs = append(errs, err)
+	}
+	if h.PID <= 0 {
+		errs = append(errs, fmt.Errorf("missing or bad --pid (%d): want the pid of a process in the host's network namespace", h.PID))
+	} else if _, err := os.Stat(fmt.Sprintf("/proc/%d/ns/net", h.PID)); errors.Is(err, fs.ErrNotExist) {
+		errs = append(errs, fmt.Errorf("pid %d: no such process", h.PID))
+	} else if err != nil {
+		errs = append(errs, fmt.Errorf("pid %d: its network namespace: %w", h.PID, err))
+	}
+	if h.IfName == "" {
+		errs = append(errs, errors.New("missing --ifname: the host's interface, e.g. h1-eth0"))
+	}
+	if err := errors.Join(errs...); err != nil {
+		return fmt.Errorf("host %s: %w", name, err)
+	}
+	return nil
+}
+
+// host is one running filter.
+type host struct {
+	spec   hostSpec
+	mode   nicfilter.Mode
+	nic    *nicfilter.Host
+	filter *nicfilter.Filter
+	link   link.Link
+
+	mu         sync.Mutex
+	pollErrors uint64
+	lastErr    string
+}
+
+func (h *host) close() {
+	if h.link != nil {
+		h.link.Close()
+	}
+	if h.filter != nil {
+		h.filter.Close()
+	}
+	if h.nic != nil {
+		h.nic.Close()
+	}
+}
+
+// refresh reads the host's state and programs the filter with it.
+func (h *host) refresh() error {
+	s, err := h.nic.Read(h.mode)
+	if err == nil {
+		old := h.filter.State()
+		if !sameState(old, s) {
+			err = h.filter.Set(s)
+		}
+	}
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if err != nil {
+		h.pollErrors++
+		h.lastErr = err.Error()
+	} else {
+		h.lastErr = ""
+	}
+	return err
+}
+
+func sameState(a, b nicfilter.State) bool {
+	if a.Mode != b.Mode || a.MAC != b.MAC || a.AllMulti != b.AllMulti || a.Promisc != b.Promisc || len(a.Joined) != len(b.Joined) {
+		return false
+	}
+	in := map[[6]byte]bool{}
+	for _, x := range a.Joined {
+		in[x] = true
+	}
+	for _, x := range b.Joined {
+		if !in[x] {
+			return false
+		}
+	}
+	return true
+}
+
+type hostStats struct {
+	Port       string                     `json:"port"`
+	PID        int                        `json:"pid"`
+	IfName     string                     `json:"ifname"`
+	Mode       string                     `json:"mode"`
+	MAC        string                     `json:"mac"`
+	AllMulti   bool                       `json:"allmulti"`
+	Promisc    bool                       `json:"promisc"`
+	Joined     []string                   `json:"joined"`
+	Mask       string                     `json:"mask"`
+	Counters   map[string]nicfilter.Count `json:"counters"`
+	PollErrors uint64                     `json:"poll_errors"`
+	LastError  string                     `json:"last_error,omitempty"`
+}
+
+func (h *host) stats() (hostStats, error) {
+	s := h.filter.State()
+	c, err := h.filter.Counters()
+	st := hostStats{Port: h.spec.Port, PID: h.spec.PID, IfName: h.spec.IfName, Mode: h.mode.String(),
+		MAC: net.HardwareAddr(s.MAC[:]).String(), AllMulti: s.AllMulti, Promisc: s.Promisc,
+		Joined: []string{}, Mask: fmt.Sprintf("%#016x", nicfilter.Mask(s.Joined)), Counters: map[string]nicfilter.Count{}}
+	for _, a := range s.Joined {
+		st.Joined = append(st.Joined, net.HardwareAddr(a[:]).String())
+	}
+	for v, n := range c {
+		st.Counters[nicfilter.Verdict(v).String()] = n
+	}
+	h.mu.Lock()
+	st.PollErrors, st.LastError = h.pollErrors, h.lastErr
+	h.mu.Unlock()
+	return st, err
+}
+
+var (
+	packetsDesc = prometheus.NewDesc("protolab_nicfilter_packets_total",
+		"Frames at the egress of the bridge port toward a host, by the modelled NIC filter's verdict.", []string{"port", "verdict"}, nil)
+	bytesDesc = prometheus.NewDesc("protolab_nicfilter_bytes_total",
+		"Bytes of those frames (without FCS), by verdict.", []string{"port", "verdict"}, nil)
+	joinedDesc = prometheus.NewDesc("protolab_nicfilter_joined_groups",
+		"Link-layer multicast addresses the host has joined on the interface.", []string{"port"}, nil)
+	pollErrDesc = prometheus.NewDesc("protolab_nicfilter_poll_errors_total",
+		"Failed reads of the host's multicast list, address or flags.", []string{"port"}, nil)
+)
+
+type collector struct{ hosts []*host }
+
+func (c collector) Update(ch chan<- prometheus.Metric) error {
+	var errs []error
+	for _, h := range c.hosts {
+		st, err := h.stats()
+		if err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		for v, n := range st.Counters {
+			ch <- prometheus.MustNewConstMetric(packetsDesc, prometheus.CounterValue, float64(n.Packets), st.Port, v)
+			ch <- prometheus.MustNewConstMetric(bytesDesc, prometheus.CounterValue, float64(n.Bytes), st.Port, v)
+		}
+		ch <- prometheus.MustNewConstMetric(joinedDesc, prometheus.GaugeValue, float64(len(st.Joined)), st.Port)
+		ch <- prometheus.MustNewConstMetric(pollErrDesc, prometheus.CounterValue, float64(st.PollErrors), st.Port)
+	}
+	return errors.Join(errs...)
+}
+
+func statsHandler(hosts []*host, next http.Handler) http.Handler {
+	mux := http.NewServeMux()
+	mux.HandleFunc("/stats", func(w http.ResponseWriter, _ *http.Request) {
+		out := struct {
+			Hosts []hostStats `json:"hosts"`
+		}{Hosts: []hostStats{}}
+		for _, h := range hosts {
+			st, err := h.stats()
+			if err != nil {
+				http.Error(w, err.Error(), http.StatusInternalServerError)
+				return
+			}
+			out.Hosts = append(out.Hosts, st)
+		}
+		w.Header().Set("Content-Type", "application/json")
+		_ = json.NewEncoder(w).Encode(out)
+	})
+	mux.Handle("/", next)
+	return mux
+}
+
+// run is main without the process exit, for tests. It returns 0 after a
+// clean stop, 1 on a runtime error, 2 on bad usage.
+func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	specs, control, poll, level, err := parse(args, stderr)
+	switch {
+	case errors.Is(err, flag.ErrHelp):
+		return 0
+	case errors.Is(err, errVersion):
+		fmt.Fprintf(stdout, "protolab-nicfilter %s (revision %s, %s)\n", version, revision, runtime.Version())
+		return 0
+	case err != nil:
+		if ue, ok := err.(usageError); ok && ue.error == nil {
+			return 2 // the flag package said why
+		}
+		fmt.Fprintf(stderr, "protolab-nicfilter: %s\n", strings.ReplaceAll(err.Error(), "\n", "\n  "))
+		return 2
+	}
+	logger := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: level}))
+
+	var hosts []*host
+	defer func() {
+		for _, h := range hosts {
+			h.close()
+		}
+	}()
+	for _, sp := range specs {
+		mode, _ := nicfilter.ParseMode(sp.Mode)
+		h := &host{spec: sp, mode: mode}
+		hosts = append(hosts, h)
+		if h.nic, err = nicfilter.OpenHost(sp.PID, sp.IfName); err != nil {
+			fmt.Fprintf(stderr, "protolab-nicfilter: host %s: %v\n", sp.Port, err)
+			return 2
+		}
+		if h.filter, err = nicfilter.New(); err != nil {
+			logger.Error("loading", "port", sp.Port, "err", err)
+			return 1
+		}
+		if err := h.refresh(); err != nil {
+			logger.Error("reading the host's filter state", "port", sp.Port, "pid", sp.PID, "ifname", sp.IfName, "err", err)
+			return 1
+		}
+		if h.link, err = h.filter.AttachEgress(sp.Port); err != nil {
+			logger.Error("attaching", "port", sp.Port, "err", err)
+			return 1
+		}
+		st := h.filter.State()
+		logger.Info("attached", "port", sp.Port, "pid", sp.PID, "ifname", sp.IfName, "mode", mode,
+			"mac", net.HardwareAddr(st.MAC[:]).String(), "joined", len(st.Joined))
+	}
+
+	set, err := metrics.New(metrics.Config{Version: version, Revision: revision, Logger: logger}, "build_info")
+	if err == nil {
+		err = set.Add("nicfilter", collector{hosts})
+	}
+	reg, err2 := metrics.NewRegistry(set)
+	if err = errors.Join(err, err2); err != nil {
+		logger.Error("setting up metrics", "err", err)
+		return 1
+	}
+	ctx, stop := signal.NotifyContext(ctx, syscall.SIGTERM, syscall.SIGINT)
+	defer stop()
+	srvErr := make(chan error, 1)
+	srvCtx, stopSrv := context.WithCancel(context.Background())
+	defer stopSrv()
+	var ln net.Listener
+	if control != "" {
+		if ln, err = linkem.ListenControl(control, logger); err != nil {
+			logger.Error("listen", "err", err)
+			return 1
+		}
+		defer ln.Close()
+		h := statsHandler(hosts, metrics.NewHandler(reg, logger))
+		go func() { srvErr <- metrics.Serve(srvCtx, ln, h, logger) }()
+	}
+	fmt.Fprintln(stdout, "ready")
+	if f, ok := stdout.(*os.File); ok {
+		_ = f.Sync()
+	}
+
+	tick := time.NewTicker(poll)
+	defer tick.Stop()
+	lastErr := make([]string, len(hosts))
+	code := 0
+loop:
+	for {
+		select {
+		case <-ctx.Done():
+			logger.Info("stopping", "reason", context.Cause(ctx))
+			break loop
+		case err := <-srvErr:
+			logger.Error("http server failed", "err", err)
+			code = 1
+			break loop
+		case <-tick.C:
+			for i, h := range hosts {
+				err := h.refresh()
+				msg := ""
+				if err != nil {
+					msg = err.Error()
+				}
+				if msg != lastErr[i] { // log changes only: a vanished host would log 10 times a second
+					if err != nil {
+						logger.Warn("reading the host's filter state", "port", h.spec.Port, "err", err)
+					} else {
+						logger.Info("reading the host's filter state works again", "port", h.spec.Port)
+					}
+					lastErr[i] = msg
+				}
+			}
+		}
+	}
+	stopSrv()
+	if ln != nil && code == 0 {
+		if err := <-srvErr; err != nil {
+			logger.Warn("http shutdown", "err", err)
+		}
+	}
+	if code == 0 {
+		logger.Info("stopped cleanly")
+	}
+	return code
+}
