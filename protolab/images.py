@@ -75,6 +75,7 @@ def content_hash(name: str) -> str:
 BINARIES = (
     "protolab-agent",
     "protolab-linkem",
+    "protolab-nicfilter",
     "protolab-dishost",
     "protolab-converter",
     "protolab-spims",

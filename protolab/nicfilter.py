@@ -1,0 +1,159 @@
+"""The NIC receive-filter model: one protolab-nicfilter process for a list of host interfaces.
+
+Each host interface's NIC filter (`perfect`, `hash64` or `promiscuous`, agents/nicfilter) is modelled by an
+eBPF program at the egress of the bridge port toward the host, in the root namespace. The process keeps the
+attachments (unpinned: they go when it exits), follows each host's joined groups, and serves its counters as
+JSON on GET /stats of its control socket `<state dir>/nicfilter/<our pid>-<name>.sock`. Its environment names
+it `PROTOLAB_NODE=nicfilter-<name>`.
+"""
+
+from __future__ import annotations
+
+import collections
+import collections.abc
+import json
+import logging
+import os
+import queue
+import subprocess
+import threading
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from . import monitor, naming
+from .impair import _UnixHTTPConnection
+
+NICFILTER = Path(__file__).resolve().parent.parent / "images" / "node" / "bin" / "protolab-nicfilter"
+MODES = ("perfect", "hash64", "promiscuous")
+VERDICTS = ("passed", "dropped_unicast", "dropped_multicast")
+START_TIMEOUT = 10.0  # seconds until its "ready" line
+TAIL_LINES = 50  # last lines of its stderr and stdout kept for error messages
+POLL = "100ms"  # how often it reads the hosts' multicast lists
+
+log = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True)
+class FilteredInterface:
+    """One host interface whose NIC filter is modelled."""
+
+    port: str  # the bridge port toward the host, in the root namespace (the veth peer of `ifname`)
+    pid: int  # a process in the host's network namespace
+    ifname: str  # the host's interface, in its namespace, e.g. h1-eth0
+    mode: str = "perfect"
+
+    def check(self) -> None:
+        if self.mode not in MODES:
+            raise ValueError(f"NIC filter mode {self.mode!r} of {self.port}: want one of {', '.join(MODES)}")
+        if not self.port or not self.ifname:
+            raise ValueError(f"NIC filter {self}: port and ifname must not be empty")
+        if isinstance(self.pid, bool) or not isinstance(self.pid, int) or self.pid <= 0:
+            raise ValueError(f"NIC filter of {self.port}: pid {self.pid!r} is not a process id")
+
+
+def control_dir() -> Path:
+    """The 0700 directory of the filters' control sockets, under the state directory."""
+    d = monitor.state_dir() / "nicfilter"
+    d.mkdir(mode=0o700, parents=True, exist_ok=True)
+    d.chmod(0o700)
+    return d
+
+
+def command(interfaces: collections.abc.Sequence[FilteredInterface], control: Path) -> list[str]:
+    """The process's command line for these interfaces."""
+    if not interfaces:
+        raise ValueError("NIC filter: no interface to filter")
+    ports = [i.port for i in interfaces]
+    if len(set(ports)) != len(ports):
+        raise ValueError(f"NIC filter: a bridge port given twice in {ports}")
+    args = [str(NICFILTER), "run", "--control", str(control), "--poll", POLL, "--log-level", "warn"]
+    for i in interfaces:
+        i.check()
+        args += ["--port", i.port, "--pid", str(i.pid), "--ifname", i.ifname, "--mode", i.mode]
+    return args
+
+
+class NicFilter:
+    """One protolab-nicfilter process modelling the NIC filters of some host interfaces (usually one LAN's)."""
+
+    def __init__(self, name: str, interfaces: collections.abc.Sequence[FilteredInterface], run_id: str = "") -> None:
+        if not NICFILTER.exists():
+            raise RuntimeError(f"{NICFILTER} is missing: run `make images` (it builds the NIC filter model)")
+        if not name or "/" in name or name.startswith("."):
+            raise ValueError(f"NIC filter name {name!r}: want a plain name (it names the control socket)")
+        self.name, self.interfaces = name, tuple(interfaces)
+        self.control = control_dir() / f"{os.getpid()}-{name}.sock"
+        args = command(self.interfaces, self.control)
+        self.control.unlink(missing_ok=True)  # a killed earlier process of this pid's
+        env = {**os.environ, naming.PROCESS_ENV: f"nicfilter-{name}", "PROTOLAB_RUN": run_id}
+        self.proc = subprocess.Popen(args, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
+        # Both pipes are read to the end by daemon threads, so a chatty process never blocks on a full pipe.
+        self.tails = {p: collections.deque[str](maxlen=TAIL_LINES) for p in ("stderr", "stdout")}
+        first: queue.Queue[str] = queue.Queue()
+        pipes = ((self.proc.stdout, "stdout", first), (self.proc.stderr, "stderr", None))
+        self._drains = [threading.Thread(target=self._drain, args=a, daemon=True) for a in pipes]
+        for t in self._drains:
+            t.start()
+        try:
+            line = first.get(timeout=START_TIMEOUT)
+        except queue.Empty:
+            line = f"(no 'ready' line within {START_TIMEOUT:g}s)"
+        if line.strip() != "ready":
+            self._end()
+            raise RuntimeError(f"protolab-nicfilter {name} did not start: {line.strip()[:200]}{self.output()}")
+
+    def _drain(self, stream: collections.abc.Iterable[str], label: str, first: queue.Queue[str] | None) -> None:
+        """Read one of the process's pipes to its end: the first stdout line to `first`, the rest to the tail."""
+        for line in stream:
+            if first is not None:
+                first.put(line)
+                first = None
+                continue
+            self.tails[label].append(line.rstrip())
+            log.debug("protolab-nicfilter %s %s: %s", self.name, label, line.rstrip())
+        if first is not None:
+            first.put("(exited without output)")
+
+    def output(self) -> str:
+        """The process's last lines, for error messages ('' if none)."""
+        for t in self._drains:
+            if self.proc.poll() is not None:
+                t.join(timeout=1)
+        lines = [f"{p}: {line}" for p, tail in self.tails.items() for line in tail]
+        return "; its last output:\n  " + "\n  ".join(lines) if lines else ""
+
+    def stats(self) -> dict[str, dict[str, Any]]:
+        """Per bridge port: mode, mac, joined, mask and counters {verdict: {packets, bytes}} (GET /stats)."""
+        if self.proc.poll() is not None:
+            raise RuntimeError(f"protolab-nicfilter {self.name} exited ({self.proc.returncode}){self.output()}")
+        conn = _UnixHTTPConnection(self.control, timeout=5)
+        try:
+            conn.request("GET", "/stats")
+            resp = conn.getresponse()
+            status, text = resp.status, resp.read().decode(errors="replace")
+        except OSError as exc:
+            raise RuntimeError(f"protolab-nicfilter {self.name}: {self.control}: {exc}{self.output()}") from exc
+        finally:
+            conn.close()
+        if status != 200:
+            raise RuntimeError(f"protolab-nicfilter {self.name}: /stats answered {status}: {text[:300]}")
+        return {h["port"]: h for h in json.loads(text)["hosts"]}
+
+    def _end(self) -> None:
+        """Terminate the process (kill after 5 s) and remove its control socket."""
+        if self.proc.poll() is None:
+            self.proc.terminate()
+            try:
+                self.proc.wait(timeout=5)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait(timeout=5)
+        self.control.unlink(missing_ok=True)
+
+    def stop(self) -> None:
+        """Stop the process: its attachments go with it. Raises if it had failed (exit code other than 0)."""
+        self._end()
+        code = self.proc.returncode
+        if code not in (0, -15):  # -15: killed by our SIGTERM before its handler was installed
+            raise RuntimeError(f"protolab-nicfilter {self.name} exited with {code}{self.output()}")
