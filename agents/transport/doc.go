@@ -28,13 +28,16 @@
 // # Transports
 //
 //   - tcp: TCP_NODELAY on; knobs user_timeout (TCP_USER_TIMEOUT),
-//     syn_retries, congestion, sndbuf, rcvbuf.
+//     syn_retries, congestion, sndbuf, rcvbuf. Urgent data
+//     ([UrgentConn]): a message whose last byte goes with MSG_OOB, read
+//     inline (SO_OOBINLINE) at the other end.
 //   - tls: tcp under crypto/tls, TLS 1.3 only; a self-signed ECDSA P-256
 //     certificate made in memory at listen; the initiator skips verification.
 //   - udp: one datagram per message (4-byte sequence number first); the
 //     initiator resends after 200 ms, doubling, at most 5 times, and drops
 //     replies to earlier requests. Request/response only.
-//   - quic: quic-go, one long bidirectional stream per connection.
+//   - quic: quic-go, one long bidirectional stream per connection; more
+//     on request ([MultistreamConn]: OpenStream, AcceptStream).
 //   - mptcp: tcp with IPPROTO_MPTCP (Go's SetMultipathTCP); whether a
 //     connection really is MPTCP is in its Tuning ("mptcp").
 //   - sctp: one-to-one SCTP socket (IPPROTO_SCTP 132); needs the kernel's

@@ -163,6 +163,9 @@ func TestDSCPBothEnds(t *testing.T) {
 // ownSocket is the socket of a Conn that has one to itself (tcp, tls,
 // mptcp, the udp initiator), else nil.
 func ownSocket(c Conn) syscall.Conn {
+	if tc, ok := c.(*tcpConn); ok {
+		c = tc.streamConn
+	}
 	switch v := c.(type) {
 	case *udpClient:
 		return v.io.(*net.UDPConn)

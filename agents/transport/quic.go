@@ -108,9 +108,11 @@ func (quicTransport) Doc() string {
 	return "QUIC (quic-go) with TLS 1.3, one long bidirectional stream per connection carrying length-prefixed messages; loss recovery is quic-go's, idle_timeout 30 s; Dial includes the handshake"
 }
 
-func (quicTransport) Properties() Properties { return Properties{Connected: true, Stream: true} }
-func (quicTransport) Knobs() []Knob          { return quicKnobs }
-func (quicTransport) Available() error       { return nil }
+func (quicTransport) Properties() Properties {
+	return Properties{Connected: true, Stream: true, Multistream: true}
+}
+func (quicTransport) Knobs() []Knob    { return quicKnobs }
+func (quicTransport) Available() error { return nil }
 
 func (quicTransport) Listen(addr string, o Options) (Listener, error) {
 	s, err := parseQUICKnobs(o.Knobs)
@@ -246,7 +248,7 @@ func quicWrap(qc quic.Connection, st quic.Stream, u *markedUDPConn, s quicSetup,
 			"tls_version":      tls.VersionName(cs.TLS.Version),
 			"tls_cipher_suite": tls.CipherSuiteName(cs.TLS.CipherSuite),
 			"gso":              strconv.FormatBool(cs.GSO),
-			"streams":          "one bidirectional stream per connection",
+			"streams":          "one bidirectional stream per connection, more on request",
 			"idle_timeout":     s.cfg.MaxIdleTimeout.String(),
 		}
 		udpBuffers(u.UDPConn, m)
@@ -261,6 +263,45 @@ func quicWrap(qc quic.Connection, st quic.Stream, u *markedUDPConn, s quicSetup,
 		// Losses of every connection made with these options (one per Conn
 		// on the initiator; the listener's connections share one count).
 		return map[string]uint64{"packets_lost": s.lost.Load()}
+	}
+	return &quicConn{streamConn: sc, qc: qc}
+}
+
+// quicConn is the Conn of a connection's first stream; more streams of the
+// same connection are Conns of their own (OpenStream, AcceptStream) whose
+// Close ends only that stream.
+type quicConn struct {
+	*streamConn
+	qc quic.Connection
+}
+
+func (q *quicConn) OpenStream(ctx context.Context) (Conn, error) {
+	st, err := q.qc.OpenStreamSync(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("quic open stream: %w", err)
+	}
+	return q.substream(st), nil
+}
+
+func (q *quicConn) AcceptStream(ctx context.Context) (Conn, error) {
+	st, err := q.qc.AcceptStream(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("quic accept stream: %w", err)
+	}
+	return q.substream(st), nil
+}
+
+// substream shares the connection's tuning, counters and mark.
+func (q *quicConn) substream(st quic.Stream) Conn {
+	sc := newStreamConn(quicStream{st, q.qc})
+	sc.tuning, sc.counters, sc.dscp = q.tuning, q.counters, q.streamConn.dscp
+	var once sync.Once
+	sc.close = func() error {
+		once.Do(func() {
+			st.CancelRead(0)
+			st.Close()
+		})
+		return nil
 	}
 	return sc
 }

@@ -140,6 +140,9 @@ func tcpTuning(rc syscall.RawConn) map[string]string {
 		}
 		sockBuffers(f, out)
 		dscpTuning(f, out)
+		if v, err := unix.GetsockoptInt(f, unix.SOL_SOCKET, unix.SO_OOBINLINE); err == nil {
+			out["oobinline"] = strconv.FormatBool(v != 0)
+		}
 		if ti, err := unix.GetsockoptTCPInfo(f, unix.IPPROTO_TCP, unix.TCP_INFO); err == nil {
 			out["mss_bytes"] = strconv.Itoa(int(ti.Snd_mss))
 		}
@@ -186,7 +189,10 @@ func (t *tcpTransport) Doc() string {
 	return "TCP with TCP_NODELAY, 4-byte length-prefixed messages; loss is the kernel's (RTO, user_timeout knob), a stalled peer ends at the caller's deadline"
 }
 
-func (t *tcpTransport) Properties() Properties { return Properties{Connected: true, Stream: true} }
+// Properties: plain TCP has urgent data; MPTCP refuses MSG_OOB.
+func (t *tcpTransport) Properties() Properties {
+	return Properties{Connected: true, Stream: true, Urgent: !t.mptcp}
+}
 
 func (t *tcpTransport) Knobs() []Knob { return tcpKnobs }
 
@@ -292,5 +298,51 @@ func (t *tcpTransport) wrap(c *net.TCPConn, cfg tcpConfig) (Conn, error) {
 		}
 		return m
 	}
-	return sc, nil
+	if t.mptcp {
+		return sc, nil
+	}
+	return &tcpConn{streamConn: sc, rc: rc}, nil
+}
+
+// tcpConn is a plain TCP Conn: a streamConn with urgent data.
+type tcpConn struct {
+	*streamConn
+	rc syscall.RawConn
+}
+
+// WriteUrgent writes the frame of p but its last byte as one write, then
+// that byte with MSG_OOB (a partial MSG_OOB send would put the urgent
+// pointer short of the message's end).
+func (u *tcpConn) WriteUrgent(p []byte) error {
+	s := u.streamConn
+	s.wmu.Lock()
+	defer s.wmu.Unlock()
+	b, err := AppendFrame(s.wbuf[:0], p)
+	if err != nil {
+		return err
+	}
+	if cap(b) <= 1<<20 {
+		s.wbuf = b
+	}
+	if _, err := s.c.Write(b[:len(b)-1]); err != nil {
+		return err
+	}
+	var serr error
+	err = u.rc.Write(func(fd uintptr) bool {
+		serr = unix.Sendto(int(fd), b[len(b)-1:], unix.MSG_OOB, nil)
+		return serr != unix.EAGAIN && serr != unix.EINTR
+	})
+	if err = firstErr(err, serr); err != nil {
+		return fmt.Errorf("tcp urgent byte (MSG_OOB): %w", err)
+	}
+	return nil
+}
+
+func (u *tcpConn) UrgentInline() error {
+	var serr error
+	err := u.rc.Control(func(fd uintptr) { serr = unix.SetsockoptInt(int(fd), unix.SOL_SOCKET, unix.SO_OOBINLINE, 1) })
+	if err = firstErr(err, serr); err != nil {
+		return fmt.Errorf("setsockopt SO_OOBINLINE: %w", err)
+	}
+	return nil
 }

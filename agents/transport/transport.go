@@ -41,6 +41,11 @@ type Properties struct {
 	// Stream: messages travel on a reliable ordered stream, so a responder
 	// may send many messages for one request (bulk_get).
 	Stream bool
+	// Urgent: its Conns are UrgentConns (TCP urgent data).
+	Urgent bool
+	// Multistream: its Conns are MultistreamConns (more streams on one
+	// connection, as QUIC's).
+	Multistream bool
 }
 
 // Options configure one listener or dial.
@@ -105,6 +110,36 @@ type Conn interface {
 	// responder uses it for the mark its initiator asked for.
 	SetDSCP(dscp int) error
 	Close() error
+}
+
+// UrgentConn is a Conn that can mark a message as TCP urgent data
+// (Properties.Urgent). TCP's urgent data is one out-of-band byte and a
+// pointer to it: it marks a place in the stream, it does not overtake the
+// bytes queued before it.
+type UrgentConn interface {
+	Conn
+	// WriteUrgent sends message p as WriteMsg does, its last byte with
+	// send(2) MSG_OOB: the urgent pointer marks the message's end, and
+	// every byte of it travels in-band, in order.
+	WriteUrgent(p []byte) error
+	// UrgentInline leaves urgent bytes in the stream on this, the
+	// receiving, side (SO_OOBINLINE), so an urgent message is read as any
+	// other; without it the kernel takes each urgent byte out of the stream
+	// and the framing breaks.
+	UrgentInline() error
+}
+
+// MultistreamConn is a Conn on a connection that carries more streams
+// beside its own (Properties.Multistream): each opened stream is a Conn of
+// its own, sharing the connection's congestion control but not its order,
+// so a message on one is not held up by loss on another.
+type MultistreamConn interface {
+	Conn
+	// OpenStream opens a stream; the peer learns of it with its first
+	// message.
+	OpenStream(ctx context.Context) (Conn, error)
+	// AcceptStream waits for the next stream the peer opened.
+	AcceptStream(ctx context.Context) (Conn, error)
 }
 
 // ErrUnavailable is wrapped by every Available error.
