@@ -22,18 +22,29 @@ type BulkConfig struct {
 	Source      DataSpec
 	Destination DataSpec
 	DSCP        *int
+	// Delays: the responder stamps each unit (one kernel's clock, see
+	// expedited.go) and the outcome has each unit's delay.
+	Delays bool
+	// SenderCounters: the responder reports its connection's counter
+	// increments (retransmissions, packets lost) per transfer.
+	SenderCounters bool
+	// Expedited: expedited messages amid the units (implies Delays).
+	Expedited *ExpeditedConfig
 }
 
 // settings are what the responder is told before the first transfer,
-// nil when nothing.
-func (cfg BulkConfig) settings() *bulkSettings {
+// nil when nothing. clock is this kernel's boot_id when delays are asked.
+func (cfg BulkConfig) settings(clock string, exp *expReceiver) *bulkSettings {
 	src := cfg.Source.orMemory()
-	if cfg.DSCP == nil && src.Access == AccessMemory {
+	if cfg.DSCP == nil && src.Access == AccessMemory && clock == "" && !cfg.SenderCounters && exp == nil {
 		return nil
 	}
-	s := &bulkSettings{DSCP: cfg.DSCP}
+	s := &bulkSettings{DSCP: cfg.DSCP, Clock: clock, SenderCounters: cfg.SenderCounters}
 	if src.Access != AccessMemory {
 		s.SourceData = &src
+	}
+	if exp != nil {
+		s.Expedited = exp.settings()
 	}
 	return s
 }
@@ -46,6 +57,12 @@ func (cfg BulkConfig) settings() *bulkSettings {
 type BulkOutcome struct {
 	Receiver []float64
 	Sender   []float64
+	// Delays: every unit's, hand-over at the responder to read here.
+	UnitDelays []float64
+	// SenderCounters: the responder's counter increments, summed.
+	SenderCounters map[string]uint64
+	// Expedited: the expedited messages so far.
+	Expedited *ExpeditedResult
 }
 
 // BulkGet asks the responder for Count units and receives them into the
@@ -55,7 +72,20 @@ type BulkOutcome struct {
 // responder (source, DSCP) go first, in a transfer of no units that is not
 // timed; a responder that refuses them makes a *BadJob.
 func BulkGet(ctx context.Context, c transport.Conn, cfg BulkConfig, live *Live) (out *Outcome, err error) {
-	if s := cfg.settings(); s != nil {
+	var clock string
+	if cfg.Delays || cfg.Expedited != nil {
+		if clock, err = bootID(); err != nil {
+			return nil, err
+		}
+	}
+	var exp *expReceiver
+	if cfg.Expedited != nil {
+		if exp, err = openExpReceiver(ctx, c, *cfg.Expedited, cfg.Timeout); err != nil {
+			return nil, err
+		}
+		defer exp.Close()
+	}
+	if s := cfg.settings(clock, exp); s != nil {
 		if err := bulkSetup(c, s, cfg.Timeout); err != nil {
 			return nil, err
 		}
@@ -70,6 +100,14 @@ func BulkGet(ctx context.Context, c transport.Conn, cfg BulkConfig, live *Live) 
 		}
 	}()
 	out = &Outcome{Rec: &Recorder{LateBound: cfg.LateBound, Block: cfg.Block}, Start: time.Now(), Bulk: &BulkOutcome{}}
+	perTransfer := 0 // expedited messages per transfer
+	if exp != nil {
+		perTransfer = cfg.Count / cfg.Expedited.Every
+		defer func() { out.Bulk.Expedited = exp.result(perTransfer * out.Rec.Count()) }()
+	}
+	if cfg.SenderCounters {
+		out.Bulk.SenderCounters = map[string]uint64{}
+	}
 	clk := newClock(ctx, cfg.Limits, out.Start)
 	stopWake := context.AfterFunc(ctx, func() { c.SetDeadline(time.Now()) })
 	defer stopWake()
@@ -94,10 +132,11 @@ func BulkGet(ctx context.Context, c transport.Conn, cfg BulkConfig, live *Live) 
 			if err != nil {
 				return out.end(), fmt.Errorf("transfer %d: unit %d: %w", i, u, err)
 			}
-			m, err := c.ReadMsg(b)
+			m, err := readUnit(c, b, exp)
 			if err != nil {
 				return out.end(), stopErr(ctx, out, fmt.Errorf("transfer %d: unit %d of %d: %w", i, u, cfg.Count, err))
 			}
+			now := monoNow()
 			h, err := parseHeader(m)
 			if rerr := refusal(h, m); err == nil && rerr != nil {
 				return out.end(), fmt.Errorf("transfer %d: unit %d of %d: %w", i, u, cfg.Count, rerr)
@@ -105,12 +144,20 @@ func BulkGet(ctx context.Context, c transport.Conn, cfg BulkConfig, live *Live) 
 			if err != nil || h.op != opBulkData || h.seq != uint32(u) || len(m)-Header != cfg.UnitSize {
 				return out.end(), fmt.Errorf("transfer %d: unit %d of %d: got op 0x%02x seq %d with %d bytes (%v)", i, u, cfg.Count, h.op, h.seq, len(m)-Header, err)
 			}
+			if clock != "" {
+				out.Bulk.UnitDelays = append(out.Bulk.UnitDelays, float64(now-stampOf(h))/1e9)
+			}
 			if err := dst.put(m); err != nil {
 				return out.end(), fmt.Errorf("transfer %d: unit %d of %d: %w", i, u, cfg.Count, err)
 			}
 			out.RecvBytes += int64(cfg.UnitSize)
 		}
 		d := time.Since(t0)
+		if exp != nil { // the expedited messages due in this transfer, the last may follow its last unit
+			if err := exp.collect(ctx, c, perTransfer*(i+1), time.Now().Add(cfg.Timeout)); err != nil {
+				return out.end(), stopErr(ctx, out, fmt.Errorf("transfer %d: %w", i, err))
+			}
+		}
 		msg = appendMsg(msg[:0], header{op: opBulkStop, seq: uint32(i)}, 0)
 		c.SetDeadline(time.Now().Add(cfg.Timeout))
 		if err := c.WriteMsg(msg); err != nil {
@@ -122,6 +169,16 @@ func BulkGet(ctx context.Context, c transport.Conn, cfg BulkConfig, live *Live) 
 		}
 		ans = m
 		h, err := parseHeader(m)
+		if cfg.SenderCounters && err == nil && h.op == opBulkDone && len(m) > Header+16 {
+			var inc map[string]uint64
+			if err := json.Unmarshal(m[Header+16:], &inc); err != nil {
+				return out.end(), fmt.Errorf("transfer %d: the stop answer's counters: %w", i, err)
+			}
+			for k, v := range inc {
+				out.Bulk.SenderCounters[k] += v
+			}
+			m = m[:Header+16]
+		}
 		if err != nil || h.op != opBulkDone || len(m) != Header+16 {
 			return out.end(), fmt.Errorf("transfer %d: want the stop answer, got op 0x%02x (%v)", i, h.op, err)
 		}
@@ -135,6 +192,25 @@ func BulkGet(ctx context.Context, c transport.Conn, cfg BulkConfig, live *Live) 
 		out.Bulk.Sender = append(out.Bulk.Sender, float64(bytes)/(float64(max(senderNs, 1))/1e9))
 	}
 	return out.end(), nil
+}
+
+// readUnit reads the next message of the bulk stream into b, taking any
+// in-band expedited messages (via urgent) before it.
+func readUnit(c transport.Conn, b []byte, exp *expReceiver) ([]byte, error) {
+	for {
+		m, err := c.ReadMsg(b)
+		if err != nil || exp == nil || exp.c != nil || len(m) < Header || m[0] != opExpedited {
+			return m, err
+		}
+		now := monoNow()
+		h, _ := parseHeader(m)
+		if err := exp.take(h, m, now); err != nil {
+			return nil, err
+		}
+		if cap(m) > cap(b) {
+			b = m[:0]
+		}
+	}
 }
 
 // bulkSetup tells the responder s in a transfer of no units and checks

@@ -331,7 +331,7 @@ func TestNoDSCPNoSettings(t *testing.T) {
 	if m := ml.seen(); len(m) != 0 {
 		t.Errorf("marks %v without a dscp knob", m)
 	}
-	if (BulkConfig{}).settings() != nil || dscpWord(nil) != 0 {
+	if (BulkConfig{}).settings("", nil) != nil || dscpWord(nil) != 0 {
 		t.Error("settings without being asked")
 	}
 }

@@ -68,6 +68,21 @@
 // The result's paths[].tuning.dscp is read back from the initiator's
 // socket.
 //
+// # Delays and expedited data (bulk_get)
+//
+// With "delays" the responder stamps each unit with CLOCK_MONOTONIC as it
+// hands it to the transport and the initiator reads the same clock when
+// the unit is read: one clock because both run on one kernel (the boot_id
+// is compared; containers of one host share it), as protolab-tp4's stamps
+// are. The result has each unit's delay and Table 1's per-octet delay
+// (seed 002). With "expedited" the responder also sends a small message
+// after every 1/rate-th unit, via TCP urgent data in the bulk's stream, a
+// second connection, or a second QUIC stream (expedited.go says what each
+// means, TCP urgent data's limits included), and the result has their
+// delays and count; the transfer's time and throughput do not include
+// them. "sender_counters" brings the responder's connection counters
+// (TCP retransmissions, QUIC packets lost) back in each stop answer.
+//
 // # Wire
 //
 // Every message starts with a 13-byte header (op, sequence number, two

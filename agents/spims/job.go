@@ -54,6 +54,12 @@ type Job struct {
 
 	SourceData      *DataSpec `json:"source_data,omitempty"`
 	DestinationData *DataSpec `json:"destination_data,omitempty"`
+
+	// bulk_get: each unit's delay (responder and initiator on one kernel),
+	// the responder's counters, expedited messages amid the units.
+	Delays         bool           `json:"delays,omitempty"`
+	SenderCounters bool           `json:"sender_counters,omitempty"`
+	Expedited      *ExpeditedSpec `json:"expedited,omitempty"`
 }
 
 // Defaults of a job's optional fields.
@@ -94,6 +100,7 @@ type Plan struct {
 	Source       DataSpec
 	Destination  DataSpec
 	DSCP         *int // the dscp knob; nil: none
+	Expedited    *ExpeditedConfig
 }
 
 // BadJob is a job that cannot run as written.
@@ -236,6 +243,14 @@ func Resolve(j Job) (*Plan, error) {
 			return nil, bad("count is for bulk_get")
 		}
 	}
+	if (j.Delays || j.SenderCounters || j.Expedited != nil) && j.Procedure != ProcBulkGet {
+		return nil, bad("delays, sender_counters and expedited are for bulk_get")
+	}
+	if j.Expedited != nil {
+		if p.Expedited, err = j.Expedited.resolve(t); err != nil {
+			return nil, err
+		}
+	}
 	if err := transport.CheckKnobs(t, j.Options); err != nil {
 		return nil, bad("options: %v", err)
 	}
@@ -351,8 +366,16 @@ func Run(ctx context.Context, p *Plan, live *Live) (*Result, error) {
 			}
 		}()
 		if j.Procedure == ProcBulkGet {
-			out, err = BulkGet(ctx, paths[0].Conn, BulkConfig{Limits: p.Limits, Count: p.Count, UnitSize: p.UnitSize,
-				Source: p.Source, Destination: p.Destination, DSCP: p.DSCP}, live)
+			bc := BulkConfig{Limits: p.Limits, Count: p.Count, UnitSize: p.UnitSize, Source: p.Source,
+				Destination: p.Destination, DSCP: p.DSCP, Delays: j.Delays, SenderCounters: j.SenderCounters}
+			if p.Expedited != nil {
+				e := *p.Expedited
+				eo := o
+				eo.Source = j.Source // the second connection from where the first is
+				e.Dial = func(ctx context.Context) (transport.Conn, error) { return p.T.Dial(ctx, j.Target, eo) }
+				bc.Expedited = &e
+			}
+			out, err = BulkGet(ctx, paths[0].Conn, bc, live)
 		} else {
 			out, err = RequestResponse(ctx, paths, rr, live)
 		}

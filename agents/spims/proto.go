@@ -35,6 +35,17 @@ import (
 //     answers 16 bytes, which the initiator reports), or refuses with
 //     opError in place of the units (the file is missing, ...) and then
 //     reads the stop.
+//
+// bulkSettings may also ask for delays ("clock": the initiator's kernel
+// boot_id; the responder refuses unless it is its own): each unit's a and b
+// then carry the CLOCK_MONOTONIC nanoseconds at which the responder handed
+// it to the transport; for the sender's counters ("sender_counters": each
+// transfer's stop answer goes on, after its 16 bytes, with a JSON object
+// of the connection's counter increments over the transfer); and for expedited
+// data ("expedited": see expedited.go), whose messages are opExpedited with
+// the stamp in a and b. A second connection or stream for them starts with
+// opExpHello carrying the token the settings name; on a connection the
+// responder answers opExpReady.
 const Header = 13
 
 // Operations.
@@ -46,6 +57,9 @@ const (
 	opBulkData  = 0x82 // responder: unit seq
 	opBulkDone  = 0x83 // responder: payload = sender ns (8 bytes) + bytes sent (8 bytes) [+ 1: settings applied]
 	opError     = 0x84 // responder: payload = why it cannot answer (text), in place of a response or a unit
+	opExpHello  = 4    // initiator: this connection or stream carries expedited messages; payload = token
+	opExpedited = 0x85 // responder: expedited message seq, a/b = stamp
+	opExpReady  = 0x86 // responder: the expedited connection is registered
 )
 
 // markDSCP in a request's b says its low 6 bits are a DSCP for the
@@ -63,8 +77,11 @@ func dscpWord(d *int) uint32 {
 // bulkSettings is the payload of a bulk start that changes the
 // responder's side of the connection from then on.
 type bulkSettings struct {
-	DSCP       *int      `json:"dscp,omitempty"`
-	SourceData *DataSpec `json:"source_data,omitempty"`
+	DSCP           *int         `json:"dscp,omitempty"`
+	SourceData     *DataSpec    `json:"source_data,omitempty"`
+	Clock          string       `json:"clock,omitempty"`
+	SenderCounters bool         `json:"sender_counters,omitempty"`
+	Expedited      *expSettings `json:"expedited,omitempty"`
 }
 
 type header struct {

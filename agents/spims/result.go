@@ -56,6 +56,15 @@ type BulkResult struct {
 	TransferBytes          int64 `json:"transfer_bytes"`
 	ReceiverBytesPerSecond Stats `json:"receiver_bytes_per_second"`
 	SenderBytesPerSecond   Stats `json:"sender_bytes_per_second"`
+	// delays (one kernel's CLOCK_MONOTONIC): each unit's from the
+	// responder's hand-over to its transport to its read here, and that
+	// over the unit's size averaged (Table 1's per-octet delay)
+	UnitDelaySeconds     *Stats `json:"unit_delay_seconds,omitempty"`
+	PerOctetDelaySeconds *Float `json:"per_octet_delay_seconds,omitempty"`
+	// sender_counters: the responder's connection counters' increments
+	// over the transfers (tcp: retransmitted_segments; quic: packets_lost)
+	SenderCounters map[string]uint64 `json:"sender_counters,omitempty"`
+	Expedited      *ExpeditedResult  `json:"expedited,omitempty"`
 }
 
 // PathResult is one connection of the run (two in dual mode).
@@ -129,6 +138,13 @@ func (r *Result) fill(o *Outcome, samples bool) {
 	if o.Bulk != nil && r.Bulk != nil {
 		r.Bulk.ReceiverBytesPerSecond = Summarize(o.Bulk.Receiver)
 		r.Bulk.SenderBytesPerSecond = Summarize(o.Bulk.Sender)
+		if o.Bulk.UnitDelays != nil {
+			st := Summarize(o.Bulk.UnitDelays)
+			po := Float(float64(st.Mean) / float64(r.Bulk.UnitBytes))
+			r.Bulk.UnitDelaySeconds, r.Bulk.PerOctetDelaySeconds = &st, &po
+		}
+		r.Bulk.SenderCounters = o.Bulk.SenderCounters
+		r.Bulk.Expedited = o.Bulk.Expedited
 	}
 	if samples {
 		r.Samples = rec.Samples()

@@ -26,6 +26,7 @@ func Serve(ctx context.Context, ln transport.Listener, live *Live, logf func(for
 	}
 	var wg sync.WaitGroup
 	var mu sync.Mutex
+	reg := &expRegistry{}
 	conns := map[transport.Conn]bool{}
 	stop := context.AfterFunc(ctx, func() {
 		ln.Close()
@@ -51,7 +52,7 @@ func Serve(ctx context.Context, ln transport.Listener, live *Live, logf func(for
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			if err := serveConn(c, live); err != nil && logf != nil {
+			if err := serveConn(c, live, reg); err != nil && logf != nil {
 				logf("responder: %s: %v", c.RemoteAddr(), err)
 			}
 			c.Close()
@@ -68,12 +69,17 @@ func Serve(ctx context.Context, ln transport.Listener, live *Live, logf func(for
 	return fmt.Errorf("accept: %w", err)
 }
 
-// served is the responder's side of one connection: the mark and the
-// bulk source its initiator asked for.
+// served is the responder's side of one connection: the mark, the bulk
+// source, the stamps, counters and expedited channel its initiator asked
+// for.
 type served struct {
-	c    transport.Conn
-	dscp int // -1: none asked
-	src  source
+	c        transport.Conn
+	dscp     int // -1: none asked
+	src      source
+	reg      *expRegistry
+	stamp    bool // delays: units carry their hand-over time
+	counters bool // the stop answer carries the counters' increments
+	exp      *expSender
 }
 
 // setDSCP marks the connection with d unless it already is.
@@ -115,13 +121,38 @@ func (cn *served) apply(payload []byte) error {
 		cn.src.Close()
 		cn.src = src
 	}
+	if s.Clock != "" {
+		id, err := bootID()
+		if err != nil {
+			return err
+		}
+		if id != s.Clock {
+			return fmt.Errorf("delays need one clock: the responder's kernel (boot_id %s) is not the initiator's (%s); run both on one host", id, s.Clock)
+		}
+		cn.stamp = true
+	}
+	cn.counters = cn.counters || s.SenderCounters
+	if s.Expedited != nil {
+		if s.Clock == "" {
+			return errors.New("expedited data without clock: its delays need the stamps")
+		}
+		e, err := openExpSender(cn.c, *s.Expedited, cn.reg, DefaultTimeout)
+		if err != nil {
+			return err
+		}
+		cn.exp.Close()
+		cn.exp = e
+	}
 	return nil
 }
 
 // serveConn answers one connection until it ends; a clean end is nil.
-func serveConn(c transport.Conn, live *Live) error {
-	cn := &served{c: c, dscp: -1, src: &memSource{}}
-	defer func() { cn.src.Close() }()
+func serveConn(c transport.Conn, live *Live, reg *expRegistry) error {
+	cn := &served{c: c, dscp: -1, src: &memSource{}, reg: reg}
+	defer func() {
+		cn.src.Close()
+		cn.exp.Close()
+	}()
 	var in, out []byte
 	for {
 		m, err := c.ReadMsg(in)
@@ -165,7 +196,16 @@ func serveConn(c transport.Conn, live *Live) error {
 					continue
 				}
 			}
-			if out, err = sendBulk(c, h, cn.src, settings, out, live); err != nil {
+			if out, err = sendBulk(cn, h, settings, out, live); err != nil {
+				return err
+			}
+		case opExpHello:
+			// an expedited connection: kept for the bulk connection that
+			// names its token, then read until the initiator closes it
+			token := string(m[Header:])
+			reg.put(token, c)
+			defer reg.drop(token)
+			if err := c.WriteMsg(appendMsg(nil, header{op: opExpReady, seq: h.seq}, 0)); err != nil {
 				return err
 			}
 		default:
@@ -179,8 +219,14 @@ func serveConn(c transport.Conn, live *Live) error {
 // first unit's fetch from src to the last write's return (what the writing
 // application saw; socket buffers make it shorter than the receiver's for
 // small transfers). applied adds the byte that says settings were taken.
-func sendBulk(c transport.Conn, h header, src source, applied bool, out []byte, live *Live) ([]byte, error) {
+// Units are stamped and expedited messages sent as cn's settings ask.
+func sendBulk(cn *served, h header, applied bool, out []byte, live *Live) ([]byte, error) {
+	c, src := cn.c, cn.src
 	live.served.Add(1)
+	var before map[string]uint64
+	if cn.counters {
+		before = c.Counters()
+	}
 	t0 := time.Now()
 	for i := uint32(0); i < h.a; i++ {
 		m, err := src.msg(header{op: opBulkData, seq: i}, int(h.b))
@@ -189,12 +235,21 @@ func sendBulk(c transport.Conn, h header, src source, applied bool, out []byte, 
 			c.WriteMsg(errorMsg(i, err)) // read by the initiator in place of the unit
 			return out, err
 		}
+		if cn.stamp {
+			a, b := stampWords(monoNow())
+			putHeader(m, header{op: opBulkData, seq: i, a: a, b: b})
+		}
 		err = c.WriteMsg(m)
 		src.release()
 		if err != nil {
 			return out, fmt.Errorf("bulk unit %d of %d: %w", i, h.a, err)
 		}
 		live.servedSent.Add(uint64(h.b))
+		if cn.exp != nil && h.seq != ^uint32(0) {
+			if err := cn.exp.afterUnit(i); err != nil {
+				return out, err
+			}
+		}
 	}
 	el := time.Since(t0)
 	if _, err := readStop(c); err != nil {
@@ -209,6 +264,17 @@ func sendBulk(c transport.Conn, h header, src source, applied bool, out []byte, 
 	binary.BigEndian.PutUint64(out[Header+8:], uint64(h.a)*uint64(h.b))
 	if applied {
 		out[Header+16] = 1
+	}
+	if cn.counters && h.seq != ^uint32(0) {
+		inc := map[string]uint64{}
+		for k, v := range c.Counters() {
+			inc[k] = v - before[k]
+		}
+		js, err := json.Marshal(inc)
+		if err != nil {
+			return out, err
+		}
+		out = append(out, js...)
 	}
 	return out, c.WriteMsg(out)
 }

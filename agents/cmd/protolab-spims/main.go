@@ -65,7 +65,9 @@ Job (JSON; sizes in payload bytes, times as durations with units):
    "count": 1000, "seed": 1, "samples": true,
    "options": {"user_timeout": "2s", "dscp": "ef"},
    "source_data": {"access": "file", "path": "/srv/spims/data"},
-   "destination_data": {"access": "virtual_memory"}}
+   "destination_data": {"access": "virtual_memory"},
+   "delays": true, "sender_counters": true,
+   "expedited": {"via": "urgent", "rate": 0.33, "size": 16}}
   dist: constant(value) uniform(min,max) normal(mean,sd) exponential(mean)
   bivalue(value,value2,p). target2 (request_response only) is dual mode: each
   request on both paths, first reply wins. bulk_get: count units of size
@@ -78,6 +80,15 @@ Job (JSON; sizes in payload bytes, times as durations with units):
   each unit appended, write time included). source_data is the responder's
   for bulk_get (it must be there), the requests' for request_response;
   destination_data is bulk_get's, at the initiator.
+  bulk_get only: delays stamps each unit at the responder's hand-over and
+  reads it here on the same clock (CLOCK_MONOTONIC: both must run on one
+  kernel, checked by boot_id), giving bulk.unit_delay_seconds and
+  per_octet_delay_seconds; sender_counters returns the responder's counter
+  increments (tcp retransmitted_segments, quic packets_lost); expedited
+  sends a size-byte message after every 1/rate-th unit (seed 002's rate,
+  .33 .. .03) via urgent (tcp: in the bulk's stream, its last byte TCP
+  urgent data), connection (a second connection to the responder) or
+  stream (quic: a second stream), with delays: bulk.expedited.
   options.dscp (0..63 or ef, af11..af43, cs0..cs7) marks the initiator's
   packets and asks the responder to mark its side of each connection;
   serve --option dscp=N marks every connection from its handshake on.
