@@ -6,7 +6,15 @@
   (`ack`), ISO or NBS expedited data (`expedited`) at `expedited_rate` expedited TSDUs per normal one;
 - `tcp` and `quic`: a SPIMS bulk_get of `tsdus` units of `tsdu_size` bytes (protolab-spims; the receiver is the
   initiator, the sender the responder). SACK, D-SACK, timestamps and the congestion control are the hosts'
-  sysctls (the task's `sysctls`, e.g. {net.ipv4.tcp_sack: '0'}).
+  sysctls (the task's `sysctls`, e.g. {net.ipv4.tcp_sack: '0'}). With `expedited_rate` > 0 the responder sends a
+  16-octet expedited message after every 1/rate-th unit (the rate rounded as tp4 does) over `expedited_via`:
+  `urgent` (tcp: in the bulk's own stream, its last byte TCP urgent data, MSG_OOB; the initiator keeps urgent
+  bytes inline, SO_OOBINLINE. TCP urgent data is one out-of-band byte and a pointer: the message still waits
+  behind every unit queued before it, only the urgent pointer goes ahead, and a Go receiver cannot see that),
+  `connection` (tcp: a second TCP connection to the same responder carrying only those messages) or `stream`
+  (quic: a second QUIC stream of the same connection). Delays are stamped by the responder with CLOCK_MONOTONIC
+  when it hands a unit or message to the transport and read against it by the initiator: one clock, since both
+  run on one kernel (protolab-spims checks the boot_id and refuses otherwise), as tp4's stamps are.
 
     - {kind: transfer, name: xfer, sender: h1, receiver: h2, stack: tp4, table: 3, ack: selective, tsdus: 20,
        duration: 120s}
@@ -16,20 +24,22 @@
 goes on. A `duration` shorter than the transfer's bytes on the wire at `link_rate` is refused at validation.
 
 Columns (`<task>_`, the paper's Table 1 measures): `efficiency_ratio` (user octets per second over the link's
-octets per second), `transfer_seconds` (tp4: first TSDU submitted to last delivered; tcp/quic: the request sent
-to the last unit read, so one one-way trip more), `delivered_bytes`, `completed_ratio` (1: every octet arrived,
-in order and intact, and both ends closed cleanly), `per_octet_delay_seconds` (mean TSDU delay / TSDU size; tp4
-only), `expedited_delay_seconds` and `expedited_delay_max_seconds` (tp4, with expedited data),
-`retransmissions_total` (tp4: DT and ED TPDUs sent again; tcp: the sender's retransmitted segments; quic: None,
-the library does not report the responder's), `spurious_retransmissions_total` (tp4: duplicate DT/ED TPDUs the
-receiver got; tcp: D-SACK'd duplicates, None without SACK), `recv_buffer_avg_bytes` and `recv_buffer_max_bytes`
-(tp4: user octets held, time-weighted; tcp: the receiving socket's memory, `ss -m` r, sampled every 0.1 s,
-truesize rather than octets; quic: None), `send_buffer_max_bytes` (tp4: unacknowledged user octets; tcp:
-queued send memory, `ss -m` w), `csum_errors_total` (UDP and TCP InCsumErrors on both hosts: the bit errors
-the checksums caught), `dropped_total` (TPDUs the tp4 ends dropped, malformed ones included); and the
-parameters in force, echoed for the seed table: `tpdu_bytes` (tcp: the MSS), `window_bytes`,
-`retransmit_seconds`, `window_timer_seconds`, `send_buffer_bytes`, `recv_buffer_bytes` (tp4 only),
-`tsdu_bytes`, `tsdus_total`, `expedited_rate_ratio`.
+octets per second; expedited octets are not user octets), `transfer_seconds` (tp4: first TSDU submitted to last
+delivered; tcp/quic: the request sent to the last unit read, so one one-way trip more), `delivered_bytes`,
+`completed_ratio` (1: every octet arrived, in order and intact, and both ends closed cleanly),
+`per_octet_delay_seconds` (mean TSDU delay / TSDU size; tp4: hand-over to delivery; tcp/quic: the responder's
+hand-over of a unit to its transport to the initiator's read of it), `expedited_delay_seconds`,
+`expedited_delay_max_seconds` and `expedited_total` (with expedited data: the expedited messages' mean and largest
+delay, hand-over to delivery, and how many arrived), `retransmissions_total` (tp4: DT and ED TPDUs sent again; tcp:
+the sender's retransmitted segments; quic: packets the responder's quic-go declared lost, their frames sent again),
+`spurious_retransmissions_total` (tp4: duplicate DT/ED TPDUs the receiver got; tcp: D-SACK'd duplicates, None
+without SACK), `recv_buffer_avg_bytes` and `recv_buffer_max_bytes` (tp4: user octets held, time-weighted; tcp: the
+receiving socket's memory, `ss -m` r, sampled every 0.1 s, truesize rather than octets; quic: None),
+`send_buffer_max_bytes` (tp4: unacknowledged user octets; tcp: queued send memory, `ss -m` w; of two sockets, the
+bulk's), `csum_errors_total` (UDP and TCP InCsumErrors on both hosts: the bit errors the checksums caught),
+`dropped_total` (TPDUs the tp4 ends dropped, malformed ones included); and the parameters in force, echoed for the
+seed table: `tpdu_bytes` (tcp: the MSS), `window_bytes`, `retransmit_seconds`, `window_timer_seconds`,
+`send_buffer_bytes`, `recv_buffer_bytes` (tp4 only), `tsdu_bytes`, `tsdus_total`, `expedited_rate_ratio`.
 """
 
 from __future__ import annotations
@@ -49,6 +59,7 @@ COLUMNS = (
     "per_octet_delay_seconds",
     "expedited_delay_seconds",
     "expedited_delay_max_seconds",
+    "expedited_total",
     "retransmissions_total",
     "spurious_retransmissions_total",
     "recv_buffer_avg_bytes",
@@ -76,6 +87,8 @@ TCP_WIRE_RATIO = 1514 / 1448  # a full frame per MSS with timestamps
 QUIC_WIRE_RATIO = 1.08  # quic-go's packets: headers, frames and its ACK-eliciting padding, roughly
 TP4_FIELDS = ("tpdu_size", "window", "retransmit", "window_timer")  # overrides of the table's parameters
 MIN_TSDU_BYTES = 12  # agents/tp4 MinTSDUSize: the sender's stamp
+EXPEDITED_BYTES = 16  # an expedited TSDU's user data (agents/tp4 MaxExpedited); tcp/quic: the message's payload
+EXPEDITED_VIA = {"urgent": "tcp", "connection": "tcp", "stream": "quic"}
 
 
 @workload("transfer", runner="protolab.workloads.transfer_runner:TransferRunner")
@@ -93,7 +106,15 @@ class TransferTask(TaskModel):
     ack: Literal["one-for-one", "selective"] = Field("one-for-one", description="tp4: acknowledgement scheme")
     expedited: Literal["iso", "nbs"] = Field("iso", description="tp4: expedited data mechanism (ISO or NBS)")
     expedited_rate: float = Field(
-        0.0, ge=0, le=1, description="tp4: expedited TSDUs per normal TSDU (.33 .14 .08 .0588 .0455 .037 .03; 0: none)"
+        0.0,
+        ge=0,
+        le=1,
+        description="expedited TSDUs (tcp/quic: messages) per normal TSDU (.33 .14 .08 .0588 .0455 .037 .03; 0: none)",
+    )
+    expedited_via: Literal["urgent", "connection", "stream"] | None = Field(
+        None,
+        description="tcp/quic: how expedited messages travel: urgent (tcp urgent data in the bulk's stream), "
+        "connection (tcp: a second connection), stream (quic: a second stream); needed with expedited_rate > 0",
     )
     max_transmissions: int = Field(32, ge=1, le=1000, description="tp4: sends of one TPDU before giving up (N)")
     tpdu_size: Bytes | None = Field(None, description="tp4: largest TPDU, header included (default: the table's)")
@@ -106,10 +127,19 @@ class TransferTask(TaskModel):
     def _runnable(self) -> TransferTask:
         if self.sender == self.receiver:
             raise ValueError("sender and receiver are the same host")
+        if self.stack == "tp4" and self.expedited_via is not None:
+            raise ValueError(f"expedited_via {self.expedited_via}: tcp's and quic's; tp4's expedited data is chosen "
+                             "by `expedited` (iso or nbs)")  # fmt: skip
         if self.stack != "tp4":
-            if self.expedited_rate > 0:
-                raise ValueError(f"expedited_rate {self.expedited_rate:g}: expedited data is tp4's; a {self.stack} "
-                                 "transfer carries none (set 0)")  # fmt: skip
+            via = self.expedited_via
+            if via is not None and EXPEDITED_VIA[via] != self.stack:
+                ways = ", ".join(v for v, s in EXPEDITED_VIA.items() if s == self.stack)
+                raise ValueError(f"expedited_via {via} is {EXPEDITED_VIA[via]}'s; {self.stack} sends expedited "
+                                 f"data via {ways}")  # fmt: skip
+            if self.expedited_rate > 0 and via is None:
+                ways = " or ".join(v for v, s in EXPEDITED_VIA.items() if s == self.stack)
+                raise ValueError(f"expedited_rate {self.expedited_rate:g} over {self.stack}: say how the messages "
+                                 f"travel, expedited_via {ways}")  # fmt: skip
             if self.ack != "one-for-one":
                 raise ValueError(f"ack {self.ack}: {self.stack} has no such choice (TCP's SACK is the sysctl "
                                  "net.ipv4.tcp_sack; QUIC always acknowledges selectively)")  # fmt: skip

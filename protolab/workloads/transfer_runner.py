@@ -6,9 +6,11 @@ prints one JSON summary, read here whether or not the transfer completed (exit 1
 rate, not 9 % above it with the tool's default 28.
 
 tcp/quic: `protolab-spims serve` on the sender, `protolab-spims run` of one bulk_get on the receiver, interrupted
-(SIGINT: it reports what it got) at the task's duration. For TCP one shell loop per host samples `ss -tmi` every
-0.1 s until told to stop (a file): the receiving socket's memory, the sending socket's retransmissions,
-D-SACKs and send queue. The hosts' UDP and TCP InCsumErrors are read before and after.
+(SIGINT: it reports what it got) at the task's duration; the job asks for each unit's delay, the responder's
+counters and any expedited messages (`bulk_job`). For TCP one shell loop per host samples `ss -tmi` every 0.1 s
+until told to stop (a file): the receiving socket's memory, the sending socket's retransmissions, D-SACKs and send
+queue (of the bulk's socket: with expedited data via a second connection, the busier of the two). The hosts' UDP
+and TCP InCsumErrors are read before and after.
 """
 
 from __future__ import annotations
@@ -21,7 +23,7 @@ from typing import Any
 
 from .base import WorkloadError, WorkloadRunner, wait_in_node
 from .spims_agent import Responder, TransportUnavailableError, initiate, interrupt, target
-from .transfer import COLUMNS, FRAME_OVERHEAD, TransferTask
+from .transfer import COLUMNS, EXPEDITED_BYTES, FRAME_OVERHEAD, TransferTask
 
 BIN = "protolab-tp4"  # in the node image (images/node/Dockerfile), built by protolab.images.build_agent
 SAMPLE_SECONDS = 0.1
@@ -62,6 +64,7 @@ def tp4_columns(t: TransferTask, sent: dict[str, Any], recv: dict[str, Any]) -> 
         "per_octet_delay_seconds": _num(recv.get("per_octet_delay_seconds")) if delivered else None,
         "expedited_delay_seconds": _num(recv.get("user_expedited_delay_seconds")) if expedited else None,
         "expedited_delay_max_seconds": _num(recv.get("user_expedited_delay_max_seconds")) if expedited else None,
+        "expedited_total": float(expedited) if t.expedited_rate > 0 else None,
         "retransmissions_total": sum(r for r in retrans if r is not None) if sent else None,
         "spurious_retransmissions_total": sum(d for d in dups if d is not None) if recv else None,
         "recv_buffer_avg_bytes": _num(recv.get("receive_buffer_avg_octets")),
@@ -101,16 +104,26 @@ def skmem(line: str) -> dict[str, int]:
     return out
 
 
+_BYTES = re.compile(r"\bbytes_(?:sent|received):(\d+)")
+
+
+def _busiest(sockets: list[str]) -> str:
+    """The socket that moved the most bytes (sent or received): the bulk's, not a second connection's that carries
+    only expedited messages (the first of equals)."""
+    return max(sockets, key=lambda s: max((int(v) for v in _BYTES.findall(s)), default=0))
+
+
 def parse_samples(text: str) -> list[tuple[float, str]]:
     """The sampler's output: `T <unix time>` lines, each followed by the `ss -Htmi` text of that moment (a socket's
-    lines joined into one) -> (time, socket text) per sample that saw a socket."""
+    line and its indented detail line) -> (time, socket text, its lines joined) per sample that saw a socket; of
+    several sockets, the busiest."""
     out: list[tuple[float, str]] = []
     now: float | None = None
-    lines: list[str] = []
+    sockets: list[list[str]] = []
 
     def flush() -> None:
-        if now is not None and lines:
-            out.append((now, " ".join(lines)))
+        if now is not None and sockets:
+            out.append((now, _busiest([" ".join(lines) for lines in sockets])))
 
     for raw in text.splitlines():
         if raw.startswith("T "):
@@ -119,9 +132,12 @@ def parse_samples(text: str) -> list[tuple[float, str]]:
                 now = float(raw[2:])
             except ValueError:
                 now = None
-            lines = []
+            sockets = []
         elif raw.strip():
-            lines.append(raw.strip())
+            if raw[0].isspace() and sockets:
+                sockets[-1].append(raw.strip())
+            else:
+                sockets.append([raw.strip()])
     flush()
     return out
 
@@ -178,14 +194,40 @@ def csum_errors(snmp: str) -> int:
 
 
 def bulk_columns(t: TransferTask, result: dict[str, Any]) -> dict[str, float | None]:
-    """tcp/quic: delivered bytes, completion and efficiency from the bulk_get's result."""
+    """tcp/quic: delivered bytes, completion and efficiency from the bulk_get's result; per-octet delay and the
+    expedited messages' delays from its `bulk` figures (protolab-spims with delays: stamped on one kernel's clock);
+    quic's retransmissions as the packets the responder's quic-go declared lost (their frames go again)."""
     got = float(result.get("received_bytes") or 0)
     samples = result.get("samples_seconds") or []
     completed = result.get("stopped") == "iterations" and not result.get("error") and got == t.total_bytes()
     secs = samples[0] if completed and samples else _num(result.get("elapsed_seconds"))
     eff = got / secs / (t.link_rate / 8) if secs else None
+    bulk = result.get("bulk") or {}
+    exp = bulk.get("expedited") or {}
+    delays = exp.get("delay_seconds") or {}
+    received = int(exp.get("received") or 0)
+    counters = bulk.get("sender_counters") or {}
+    lost = _num(counters.get("packets_lost")) if t.stack == "quic" else None
     return {"efficiency_ratio": eff if got else 0.0, "transfer_seconds": secs if got else None,
-            "delivered_bytes": got, "completed_ratio": 1.0 if completed else 0.0}  # fmt: skip
+            "delivered_bytes": got, "completed_ratio": 1.0 if completed else 0.0,
+            "per_octet_delay_seconds": _num(bulk.get("per_octet_delay_seconds")) if got else None,
+            "expedited_delay_seconds": _num(delays.get("mean")) if received else None,
+            "expedited_delay_max_seconds": _num(delays.get("max")) if received else None,
+            "expedited_total": float(received) if t.expedited_rate > 0 else None,
+            "retransmissions_total": lost}  # fmt: skip
+
+
+def bulk_job(t: TransferTask, address: str) -> dict[str, Any]:
+    """The protolab-spims job of a tcp/quic transfer from `address`: one bulk_get of the TSDUs, each unit's delay
+    stamped, the responder's counters, and expedited messages when the task has a rate."""
+    job: dict[str, Any] = {
+        "procedure": "bulk_get", "transport": t.stack, "target": target(address, t.port),
+        "size": {"dist": "constant", "value": t.tsdu_size}, "count": t.tsdus, "iterations": 1,
+        "timeout": f"{t.duration:g}s", "samples": True, "delays": True, "sender_counters": True,
+    }  # fmt: skip
+    if t.expedited_rate > 0:
+        job["expedited"] = {"via": t.expedited_via, "rate": t.expedited_rate, "size": EXPEDITED_BYTES}
+    return job
 
 
 class _Sampler:
@@ -306,9 +348,7 @@ class TransferRunner(WorkloadRunner[TransferTask]):
 
     def _run_bulk(self) -> None:
         t = self.task
-        job = {"procedure": "bulk_get", "transport": t.stack, "target": target(self.lab.ip(t.sender), t.port),
-               "size": {"dist": "constant", "value": t.tsdu_size}, "count": t.tsdus, "iterations": 1,
-               "timeout": f"{t.duration:g}s", "samples": True}  # fmt: skip
+        job = bulk_job(t, self.lab.ip(t.sender))
         samplers = []
         if t.stack == "tcp":
             limit = t.duration + 10
@@ -382,7 +422,8 @@ class TransferRunner(WorkloadRunner[TransferTask]):
         else:
             vals |= bulk_columns(t, self.bulk)
             vals |= {k: v for k, v in self.figures.items() if k in vals}
-            vals |= {"tsdu_bytes": float(t.tsdu_size), "tsdus_total": float(t.tsdus), "expedited_rate_ratio": 0.0}
+            vals |= {"tsdu_bytes": float(t.tsdu_size), "tsdus_total": float(t.tsdus),
+                     "expedited_rate_ratio": t.expedited_rate}  # fmt: skip
         if self.csum_after and set(self.csum) == set(self.csum_after):
             vals["csum_errors_total"] = float(sum(self.csum_after[h] - self.csum[h] for h in self.csum))
         assert set(vals) == set(COLUMNS)

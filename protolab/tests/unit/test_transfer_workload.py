@@ -15,6 +15,7 @@ from protolab.workloads.transfer import COLUMNS, TransferTask
 from protolab.workloads.transfer_runner import (
     TransferRunner,
     bulk_columns,
+    bulk_job,
     csum_errors,
     parse_samples,
     skmem,
@@ -47,7 +48,15 @@ def test_registered_with_its_runner():
     [
         ({"duration": "30s", "tsdus": 60}, r"shorter than the transfer itself: 60 x 10240 B over tp4 take 80\.6 s"),
         ({"duration": "10s", "tsdus": 20, "stack": "tcp"}, "over tcp take 26.8 s"),
-        ({"stack": "tcp", "expedited_rate": 0.33}, "expedited data is tp4's"),
+        ({"stack": "tcp", "expedited_rate": 0.33}, "say how the messages travel, expedited_via urgent or connection"),
+        ({"stack": "quic", "expedited_rate": 0.33}, "expedited_via stream"),
+        (
+            {"stack": "quic", "expedited_via": "urgent"},
+            "expedited_via urgent is tcp's; quic sends expedited data via stream",
+        ),
+        ({"stack": "tcp", "expedited_via": "stream"}, "expedited_via stream is quic's"),
+        ({"expedited_via": "connection"}, "tp4's expedited data is chosen by `expedited`"),
+        ({"stack": "tcp", "expedited_via": "oob"}, "expedited_via"),
         ({"stack": "quic", "ack": "selective"}, "QUIC always acknowledges selectively"),
         ({"stack": "tcp", "window": 4096}, "window: tp4's parameters, not tcp's"),
         ({"receiver": "h1"}, "same host"),
@@ -140,3 +149,53 @@ def test_bulk_get_columns_complete_and_interrupted():
     v = bulk_columns(t, cut)
     assert v["completed_ratio"] == 0.0 and v["efficiency_ratio"] == pytest.approx(20480 / 120 / 8000)
     assert bulk_columns(t, {"stopped": "error", "received_bytes": 0})["efficiency_ratio"] == 0.0
+
+
+@pytest.mark.parametrize(("stack", "via"), [("tcp", "urgent"), ("tcp", "connection"), ("quic", "stream")])
+def test_expedited_data_over_todays_stacks_is_accepted(stack, via):
+    t = task(stack=stack, expedited_via=via, expedited_rate=0.33)
+    job = bulk_job(t, "10.0.2.1")
+    assert job["expedited"] == {"via": via, "rate": 0.33, "size": 16}
+    assert job["delays"] is True and job["target"] == "10.0.2.1:7400"
+    # the sweep's "none": the mechanism named, no expedited messages asked for
+    assert "expedited" not in bulk_job(task(stack=stack, expedited_via=via, expedited_rate=0), "10.0.2.1")
+
+
+@pytest.mark.parametrize("name", ["spims-bulk-tcp-urgent.json", "spims-bulk-quic-stream.json"])
+def test_bulk_get_columns_with_expedited_data(name):
+    """protolab-spims results of real transfers over loopback (20 x 10240 B, rate .33: one expedited message after
+    every 3rd unit)."""
+    result = fixture(name)
+    stack = result["transport"]
+    via = result["bulk"]["expedited"]["via"]
+    v = bulk_columns(task(stack=stack, expedited_via=via, expedited_rate=0.33, tsdus=20), result)
+    exp = result["bulk"]["expedited"]
+    assert v["completed_ratio"] == 1.0 and v["delivered_bytes"] == 20 * 10240
+    assert v["expedited_total"] == exp["received"] == 6
+    assert v["expedited_delay_seconds"] == exp["delay_seconds"]["mean"] > 0
+    assert v["expedited_delay_max_seconds"] == exp["delay_seconds"]["max"] >= v["expedited_delay_seconds"]
+    assert v["per_octet_delay_seconds"] == result["bulk"]["per_octet_delay_seconds"] > 0
+    if stack == "quic":  # the responder's quic-go losses; tcp's retransmissions come from ss
+        assert v["retransmissions_total"] == result["bulk"]["sender_counters"]["packets_lost"]
+    else:
+        assert v["retransmissions_total"] is None
+
+
+def test_no_expedited_data_on_todays_stacks_no_expedited_columns():
+    result = fixture("spims-bulk-tcp-urgent.json")
+    plain = {**result, "bulk": {k: v for k, v in result["bulk"].items() if k != "expedited"}}
+    v = bulk_columns(task(stack="tcp", tsdus=20), plain)
+    assert v["expedited_total"] is None and v["expedited_delay_seconds"] is None
+    assert v["per_octet_delay_seconds"] > 0
+    old = {k: v for k, v in result.items() if k != "bulk"}  # a protolab-spims without delays
+    assert bulk_columns(task(stack="tcp", tsdus=20), old)["per_octet_delay_seconds"] is None
+
+
+def test_ss_samples_keep_the_bulk_socket_of_two():
+    """With expedited data via a second connection the sampler sees two sockets on the port: the bulk's is the one
+    that moved the most bytes, whichever ss lists first."""
+    text = (FIX / "ss-sender.txt").read_text()
+    small = "ESTAB 0      0 127.0.0.1:7455 127.0.0.1:51750\n\t skmem:(r0,rb87380,t0,tb46080,f0,w0,o0,bl0,d0) cubic " \
+            "mss:65483 bytes_sent:66 bytes_acked:66 retrans:0/0\n"  # fmt: skip
+    two = "".join(line + "\n" + small if line.startswith("T ") else line + "\n" for line in text.splitlines())
+    assert [s for _, s in parse_samples(two)] == [s for _, s in parse_samples(text)]
