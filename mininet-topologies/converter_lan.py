@@ -28,7 +28,7 @@ from typing import Literal
 
 from pydantic import Field
 
-from protolab.topo import Host, Link, Switch, Topology, TopologyParams, register
+from protolab.topo import HUB_QUEUE, Host, Link, Switch, Topology, TopologyParams, register
 from protolab.units import BitsPerSecond
 
 Layout = Literal["baseline", "switched", "converter_hub", "converter_100_10", "converter_100_100"]
@@ -44,6 +44,7 @@ class ConverterLanParams(TopologyParams):
         None, description="the hosts' LAN capacity (default: 100 Mbit for switched and converter_100_100, else 10)"
     )
     converter_rate: BitsPerSecond = Field(100e6, description="the converters' switch, per port and direction")
+    hub_queue: int = HUB_QUEUE
     multicast: Literal["off", "snooping"] = Field(
         "off", description="switches only: IGMP snooping, or flood multicast like the thesis's 1997 switches"
     )
@@ -67,7 +68,10 @@ def build(p: ConverterLanParams) -> Topology:
     snoop = p.multicast == "snooping"
     if snoop and hub:
         raise ValueError(f"layout {p.layout}: the hosts are on a hub, which floods by definition (multicast 'off')")
-    s1 = Switch("s1", mode="hub", capacity_bps=rate) if hub else Switch("s1", multicast_snooping=snoop)
+    if hub:
+        s1 = Switch("s1", mode="hub", capacity_bps=rate, queue_frames=p.hub_queue)
+    else:
+        s1 = Switch("s1", multicast_snooping=snoop)
     t = Topology("converter_lan", switches=[s1])
     port_rate = None if hub else rate  # a hub's limit is its medium, not its ports
 

@@ -14,7 +14,8 @@ class HubParams(LanParams):
 @register("hub", HubParams)
 def build(p: HubParams) -> Topology:
     """hosts h1..hN on one shared-capacity hub s1"""
-    t = Topology("hub", switches=[Switch("s1", mode="hub", capacity_bps=p.rate, multicast_snooping=False)])
+    medium = Switch("s1", mode="hub", capacity_bps=p.rate, multicast_snooping=False, queue_frames=p.hub_queue)
+    t = Topology("hub", switches=[medium])
     for i in range(1, p.hosts + 1):
         t.hosts.append(Host(f"h{i}"))
         t.links.append(Link(f"h{i}", "s1", ip1=lan_ip(1, i)))  # the medium, not the port, is the limit

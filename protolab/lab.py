@@ -43,7 +43,6 @@ from .units import format_rate
 log = logging.getLogger(__name__)
 
 CAPABILITIES = ["NET_ADMIN", "NET_RAW"]
-HUB_QUEUE_PACKETS = 100
 MULTICAST_PREFIX = "224.0.0.0/4"
 
 
@@ -109,8 +108,9 @@ def node_classes():
         """A Linux bridge in the root namespace: learning switch, or shared-capacity hub."""
 
         def __init__(self, name: str, run_id: str, mode: str = "switch", capacity_bps: float | None = None,
-                     multicast_snooping: bool = False, **params: Any) -> None:  # fmt: skip
+                     multicast_snooping: bool = False, queue_frames: int = 100, **params: Any) -> None:  # fmt: skip
             self.mode, self.capacity_bps, self.multicast_snooping = mode, capacity_bps, multicast_snooping
+            self.queue_frames = queue_frames
             self.run_id = run_id
             super().__init__(name, stp=False, **params)
 
@@ -142,8 +142,8 @@ def node_classes():
                 raise ValueError(f"hub {self.name} needs a capacity")
             medium = Endpoint(self.ifb)
             impair.redirect_ingress([Endpoint(p) for p in ports], medium)
-            capacity = Impairment(rate=format_rate(self.capacity_bps), limit=HUB_QUEUE_PACKETS)
-            impair.Backend().shape(medium, capacity)  # HTB at the capacity, pfifo of HUB_QUEUE_PACKETS
+            capacity = Impairment(rate=format_rate(self.capacity_bps), limit=self.queue_frames)
+            impair.Backend().shape(medium, capacity)  # HTB at the capacity, pfifo of queue_frames (topo.HUB_QUEUE_DOC)
 
         def stop(self, deleteIntfs: bool = True) -> None:  # noqa: N803
             run(["ip", "link", "del", self.ifb], check=False)
@@ -397,6 +397,7 @@ class Lab:
                 mode=sw.mode,
                 capacity_bps=sw.capacity_bps,
                 multicast_snooping=sw.multicast_snooping,
+                queue_frames=sw.queue_frames,
                 dpid=f"{i:016x}",
             )  # fmt: skip (dpid: any name)
         for lk in self.topology.links:

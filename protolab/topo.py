@@ -24,7 +24,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from .errors import SpecError
 from .model.impairment import LinkImpairment
-from .model.topology import interface_name_problem
+from .model.topology import HUB_QUEUE_DOC, interface_name_problem
 from .registry import Registry
 from .units import BitsPerSecond
 
@@ -67,6 +67,7 @@ class Switch:
     mode: Literal["switch", "hub"] = "switch"
     capacity_bps: float | None = None  # hub only: the shared medium's capacity
     multicast_snooping: bool = False  # IGMP snooping; when on, the bridge is also the querier
+    queue_frames: int = 100  # hub only: frames waiting for the medium (HUB_QUEUE_DOC)
 
 
 @dataclass
@@ -362,6 +363,9 @@ def build(kind: str, params: dict) -> Topology:
     return topo
 
 
+HUB_QUEUE = Field(100, ge=1, le=100000, description=HUB_QUEUE_DOC)
+
+
 class LanParams(TopologyParams):
     """Parameters shared by the LAN topologies."""
 
@@ -372,6 +376,7 @@ class LanParams(TopologyParams):
     )
     wan_router: bool = Field(False, description="add r1 (IP forwarding, multicast-capable) and a WAN site w1")
     wan_rate: BitsPerSecond = Field(1.544e6, description="rate of the r1-w1 WAN link, e.g. '1544kbit'")
+    hub_queue: int = HUB_QUEUE
 
 
 def lan_ip(subnet: int, host: int) -> str:

@@ -139,11 +139,13 @@ class _Resolver:
                                     interfaces=extra))  # fmt: skip
             else:
                 t.switches.append(Switch(name, mode=nd.kind, capacity_bps=nd.capacity,
-                                         multicast_snooping=nd.multicast == "snooping"))  # fmt: skip
+                                         multicast_snooping=nd.multicast == "snooping",
+                                         queue_frames=nd.queue or 100))  # fmt: skip
         for seg in d.segments:
             t.switches.append(Switch(seg.bridge_name, mode=seg.kind,
                                      capacity_bps=seg.capacity if seg.kind == "hub" else None,
-                                     multicast_snooping=seg.multicast == "snooping"))  # fmt: skip
+                                     multicast_snooping=seg.multicast == "snooping",
+                                     queue_frames=seg.queue or 100))  # fmt: skip
         t.links = links
         self._address(t)
         self._route(t)

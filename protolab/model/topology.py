@@ -34,6 +34,12 @@ from ..units import BitsPerSecond
 from .base import Strict
 from .impairment import Impairment
 
+HUB_QUEUE_DOC = (
+    "hub: frames that may wait for the shared medium (one FIFO for all ports; a frame arriving to a full queue is "
+    "dropped). Default 100: a 10BASE-T hub has no buffer of its own; frames wait in the senders' device queues, and "
+    "Linux of the thesis's era gave every Ethernet device 100 frames (ether_setup: tx_queue_len 100; today 1000)"
+)
+
 NODE_NAME_RE = r"^[a-z][a-z0-9_]*$"
 MAX_NODES = 512
 
@@ -123,6 +129,7 @@ class NodeDef(Strict):
     role: str | None = Field(None, description="label for metrics (default: the kind)")
     routes: list[Route] = Field(default_factory=list, description="static routes beyond the automatic ones")
     capacity: BitsPerSecond | None = Field(None, description="hub: the shared medium's capacity")
+    queue: int | None = Field(None, ge=1, le=100000, description=HUB_QUEUE_DOC + "; null: 100")
     multicast: Literal["off", "snooping"] = Field("off", description="switch: IGMP snooping (and querier)")
     interfaces: list[InterfaceDef] = Field(
         default_factory=list,
@@ -143,6 +150,8 @@ class NodeDef(Strict):
             raise ValueError("capacity is a hub's shared medium; a link's or a switch port's speed is a link rate")
         if self.multicast != "off" and self.kind != "switch":
             raise ValueError("multicast snooping is a switch's; a hub floods by definition")
+        if self.queue is not None and self.kind != "hub":
+            raise ValueError("queue is a hub's shared medium's; a switch port's queue is its link's `limit`")
         return self
 
 
@@ -187,6 +196,7 @@ class SegmentDef(Strict):
     bridge: str | None = Field(None, pattern=NODE_NAME_RE, description="the bridge node's name (default: name)")
     members: list[str] = Field(..., min_length=1, description="the nodes on the segment")
     capacity: BitsPerSecond | None = Field(None, description="hub: shared capacity; switch: every port's rate")
+    queue: int | None = Field(None, ge=1, le=100000, description=HUB_QUEUE_DOC + "; null: 100")
     subnet: str | None = Field(None, description="IPv4 prefix, e.g. 10.0.1.0/24; null: assigned")
     multicast: Literal["off", "snooping"] = Field("off", description="switch: IGMP snooping (and querier)")
 
@@ -209,6 +219,8 @@ class SegmentDef(Strict):
             raise ValueError(f"members: {dup} listed twice")
         if self.multicast != "off" and self.kind == "hub":
             raise ValueError("multicast snooping is a switch's; a hub floods by definition")
+        if self.queue is not None and self.kind != "hub":
+            raise ValueError("queue is a hub's shared medium's; a switch port's queue is its link's `limit`")
         return self
 
     @property

@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import os
+import re
 import signal
+import statistics
 import subprocess
 import sys
 import threading
@@ -14,6 +16,7 @@ import pytest
 from protolab import cleanup, firewall, naming, ownership, topo
 from protolab.errors import ProtolabError
 from protolab.lab import Lab
+from protolab.shell import run
 
 from .conftest import root_links
 
@@ -66,6 +69,34 @@ def test_hub_floods_every_frame_and_shares_one_capacity(no_leftovers):
         rates = {n: (_counter(lab, n, f"{n}-eth0", "rx_bytes") - before[n]) * 8 / dt for n in ("h2", "h3")}
         assert rates["h3"] > 0.8 * rates["h2"], f"bystander h3 did not see the flooded frames: {rates}"
         assert 7e6 < rates["h2"] < 10.5e6, f"medium carried {rates['h2']:.3g} bit/s, capacity 10 Mbit/s"
+
+
+def _rtts_under_flood(lab: Lab) -> list[float]:
+    """h3's ping RTTs (ms) to h2 while h1 floods h2 with UDP at twice the hub's 10 Mbit/s capacity."""
+    lab.nodes["h2"].container.exec_run(["iperf3", "-s", "-1", "-D"])
+    assert _ping(lab, "h3", "10.0.1.2")  # neighbors resolved before the flood (a lost ARP request waits 1 s)
+    flood = threading.Thread(
+        target=lab.exec, args=("h1", ["iperf3", "-c", "10.0.1.2", "-u", "-b", "20M", "-l", "1400", "-t", "4"])
+    )
+    flood.start()
+    time.sleep(1)
+    _, out, _ = lab.exec("h3", ["ping", "-c", "10", "-i", "0.2", "-W", "2", "10.0.1.2"])
+    flood.join()
+    return [float(m) for m in re.findall(r"time=([\d.]+) ms", out)]  # a short queue drops some: those are absent
+
+
+def test_the_hubs_queue_is_the_stated_number_of_frames(no_leftovers):
+    """The shared medium's queue (hub_queue, frames) bounds the wait: with 10 frames of 1400 B on 10 Mbit/s a
+    frame waits at most ~11 ms; with 200, up to ~224 ms, and a flood keeps that queue full."""
+    with _lab("hub", hosts=3, rate="10Mbit", hub_queue=10) as lab:
+        ifb = lab.net.switches[0].ifb
+        assert "limit 10" in run(["tc", "qdisc", "show", "dev", ifb]), "the medium's pfifo"
+        short = _rtts_under_flood(lab)
+    with _lab("hub", hosts=3, rate="10Mbit", hub_queue=200) as lab:
+        long = _rtts_under_flood(lab)
+    assert short and long, (short, long)
+    assert max(short) < 40, short  # 11 ms of queue, the echo and its reply each wait at most once
+    assert statistics.median(long) > 100, long  # the full queue: 224 ms one way
 
 
 def test_two_senders_share_the_hub(no_leftovers):

@@ -109,6 +109,13 @@ def test_given_addresses_are_kept_and_assigned_ones_avoid_them(tmp_path):
             "route to 10.9.0.0/16 via 10.0.1.9: gateway 10.0.1.9 is no node's address",
         ),
         ("nodes: {h1: {}, h2: {}}\nsegments: [{name: lan, kind: hub, members: [h1, h2]}]", "hub lan: no capacity"),
+        ("nodes: {h1: {}, h2: {}}\nsegments: [{name: lan, members: [h1, h2], queue: 9}]", "queue is a hub's"),
+        ("nodes: {h1: {}, s1: {kind: switch, queue: 9}}\nlinks: [{endpoints: [h1, s1]}]", "queue is a hub's"),
+        (
+            "nodes: {h1: {}, h2: {}}\n"
+            "segments: [{name: lan, kind: hub, capacity: 10Mbit, members: [h1, h2], queue: 0}]",
+            "segments.0.queue",
+        ),
         # extra interfaces
         ("nodes: {h1: {interfaces: [{name: lo}]}}", "nodes.h1.interfaces.0.name: 'lo' is taken in every node"),
         ("nodes: {h1: {interfaces: [{name: eth0}]}}", "'eth0' is taken in every node"),
@@ -327,3 +334,13 @@ def test_a_generator_s_extra_interfaces_pass_the_same_check():
         "node h2: interface h2-eth0: 'h2-eth0' is the form of the lab's own link interfaces (<node>-eth<N>); "
         "choose another name",
     ]
+
+
+def test_a_hubs_queue_is_a_stated_parameter_of_files_and_generators(tmp_path):
+    path = _write(tmp_path, "nodes: {h1: {}, h2: {}}\nsegments: [{name: lan, kind: hub, capacity: 10Mbit, "
+                  "members: [h1, h2], queue: 700}]")  # fmt: skip
+    assert [s.queue_frames for s in topofile.load(path).switches] == [700]
+    assert [s.queue_frames for s in topo.build("hub", {"hosts": 2}).switches] == [100]  # the stated default
+    assert [s.queue_frames for s in topo.build("hub", {"hosts": 2, "hub_queue": 16}).switches] == [16]
+    lan = topo.build("converter_lan", {"layout": "baseline", "hub_queue": 700})
+    assert [s.queue_frames for s in lan.switches if s.mode == "hub"] == [700]
