@@ -29,7 +29,7 @@ from typing import Any
 import docker
 import docker.errors
 
-from . import dockerhost, firewall, impair, naming, ownership, rxcpu, topo
+from . import dockerhost, firewall, impair, naming, nicfilter, ownership, rxcpu, topo
 from .errors import ExecTimeoutError, LabError, ProtolabError
 from .hoststats import parse_proc_net_dev
 from .impair import Endpoint
@@ -248,6 +248,8 @@ class Lab:
     link_ends: dict[tuple[str, str], tuple[Endpoint, Endpoint]] = field(default_factory=dict)
     links: LinkState | None = None  # each link's impairments and cable, once deployed
     receive_cpu: rxcpu.ReceiveCpu = field(init=False)  # whose cgroup kernel receive work is charged to
+    nic_filter: nicfilter.NicFilter | None = None  # the NIC receive filters' model, once deployed
+    nic_filters: dict[str, str] = field(default_factory=dict)  # 'node:interface' -> mode (bridge ports only)
 
     def __post_init__(self) -> None:
         self.receive_cpu = rxcpu.ReceiveCpu(self.topology.receive_cpu)
@@ -288,6 +290,7 @@ class Lab:
         self._build_network()
         self._configure_hosts()
         self._charge_receive_work()
+        self._filter_nics()
         self._resolve_neighbors()
         self._impair()
         self.timings = {"containers_seconds": t1 - t0, "network_seconds": time.monotonic() - t1}
@@ -299,6 +302,12 @@ class Lab:
         t0 = time.monotonic()
         assert self.ledger is not None
         self.teardown_failures += self.receive_cpu.detach()  # before the containers' cgroups go
+        if self.nic_filter is not None:
+            try:
+                self.nic_filter.stop()  # its attachments go with it
+            except RuntimeError as exc:
+                self.teardown_failures.append(f"NIC filter: {exc}")
+            self.nic_filter = None
         if self.net is not None:
             try:
                 self.net.stop()
@@ -504,6 +513,40 @@ class Lab:
                 self.receive_cpu.attach(h.name, self.nodes[h.name].pid, data)
             except (RuntimeError, OSError, ValueError) as exc:
                 raise LabError(f"charging receive work to its node: {exc}") from None
+
+    def _filter_nics(self) -> None:
+        """Each host's NIC receive filter (topo.Host.nic_filter) at the bridge port toward it: one
+        protolab-nicfilter process for the lab, unless every node's is promiscuous (nothing to model)."""
+        bridges = {sw.name for sw in self.topology.switches}
+        hosts = {h.name: h for h in self.topology.hosts}
+        wanted = []
+        for (a, b), ends in self.link_ends.items():
+            for (node, end), (other, port) in (((a, ends[0]), (b, ends[1])), ((b, ends[1]), (a, ends[0]))):
+                if node in hosts and other in bridges:
+                    wanted.append(nicfilter.FilteredInterface(port.intf, self.nodes[node].pid, end.intf,
+                                                              hosts[node].nic_filter))  # fmt: skip
+                    self.nic_filters[f"{node}:{end.intf}"] = hosts[node].nic_filter
+        if not wanted or all(w.mode == "promiscuous" for w in wanted):
+            return
+        assert self.ledger is not None
+        try:
+            self.nic_filter = nicfilter.NicFilter("lab", wanted, run_id=self.run_id)
+        except (RuntimeError, ValueError) as exc:
+            raise LabError(f"NIC filters: {exc}") from None
+        self.ledger.process(self.nic_filter.proc.pid)
+
+    def nic_filter_counters(self) -> dict[str, dict[str, int]]:
+        """'node:interface' -> frames the NIC filter passed and dropped (unicast, multicast) so far ({} if none)."""
+        if self.nic_filter is None:
+            return {}
+        by_port = self.nic_filter.stats()
+        out = {}
+        for (a, b), ends in self.link_ends.items():
+            for node, end, port in ((a, ends[0], ends[1]), (b, ends[1], ends[0])):
+                if port.intf in by_port:
+                    c = by_port[port.intf]["counters"]
+                    out[f"{node}:{end.intf}"] = {v: int(c[v]["packets"]) for v in nicfilter.VERDICTS}
+        return out
 
     def _add_interfaces(self, h: topo.Host, mn: Any) -> None:
         """A node's extra interfaces, made inside its network namespace (so they go with the container): dummy

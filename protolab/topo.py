@@ -24,7 +24,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from .errors import SpecError
 from .model.impairment import LinkImpairment
-from .model.topology import HUB_QUEUE_DOC, interface_name_problem
+from .model.topology import HUB_QUEUE_DOC, NIC_FILTER_DOC, NicFilterMode, interface_name_problem
 from .registry import Registry
 from .units import BitsPerSecond
 
@@ -52,6 +52,7 @@ class Host:
     forwarding: bool = False  # routers forward IPv4 (and multicast, with smcroute)
     routes: list[tuple[str, str]] = field(default_factory=list)  # (destination prefix, gateway)
     interfaces: list[Interface] = field(default_factory=list)  # extra ones, beyond one per link
+    nic_filter: str = "perfect"  # its NICs' receive address filter on bridges (NIC_FILTER_DOC)
 
 
 @dataclass
@@ -309,6 +310,8 @@ def v6_address(cidr4: str) -> str:
 class TopologyParams(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
+    nic_filter: NicFilterMode = Field("perfect", description="every node's: " + NIC_FILTER_DOC)
+
 
 @dataclass
 class TopologyKind:
@@ -357,7 +360,10 @@ def load_all(directory: Path = TOPOLOGY_DIR) -> Registry[TopologyKind]:
 def build(kind: str, params: dict) -> Topology:
     """Validate params with the kind's model and build the topology."""
     k = load_all().get(kind)
-    topo = k.build(k.params.model_validate(params))
+    p = k.params.model_validate(params)
+    topo = k.build(p)
+    for h in topo.hosts:
+        h.nic_filter = p.nic_filter
     rel = k.source.relative_to(REPO) if k.source.is_relative_to(REPO) else k.source
     topo.validate(f"{rel} (generator {kind})")  # the same check as a topology file's
     return topo

@@ -136,7 +136,7 @@ class _Resolver:
                 extra = [Interface(x.name, x.kind, x.address) for x in nd.interfaces]
                 t.hosts.append(Host(name, role=nd.role or nd.kind, image=nd.image, cpus=nd.cpus,
                                     forwarding=nd.kind == "router", routes=[(r.to, r.via) for r in nd.routes],
-                                    interfaces=extra))  # fmt: skip
+                                    interfaces=extra, nic_filter=nd.nic_filter or "perfect"))  # fmt: skip
             else:
                 t.switches.append(Switch(name, mode=nd.kind, capacity_bps=nd.capacity,
                                          multicast_snooping=nd.multicast == "snooping",

@@ -34,6 +34,14 @@ from ..units import BitsPerSecond
 from .base import Strict
 from .impairment import Impairment
 
+NicFilterMode = Literal["perfect", "hash64", "promiscuous"]
+NIC_FILTER_DOC = (
+    "the receive address filter of the node's NICs on bridges, modelled at the bridge port toward it (frames it "
+    "drops still crossed the medium, and cost the node nothing): perfect (today's NICs: unicast to its own MAC, the "
+    "multicast groups it joined, broadcast), hash64 (the thesis's era: unicast as perfect; multicast by the 64-bin "
+    "CRC hash of the LANCE/PCnet controllers, so groups sharing a joined group's bin pass and the kernel filters "
+    "them), promiscuous (every frame reaches the node's kernel)"
+)
 HUB_QUEUE_DOC = (
     "hub: frames that may wait for the shared medium (one FIFO for all ports; a frame arriving to a full queue is "
     "dropped). Default 100: a 10BASE-T hub has no buffer of its own; frames wait in the senders' device queues, and "
@@ -129,6 +137,7 @@ class NodeDef(Strict):
     role: str | None = Field(None, description="label for metrics (default: the kind)")
     routes: list[Route] = Field(default_factory=list, description="static routes beyond the automatic ones")
     capacity: BitsPerSecond | None = Field(None, description="hub: the shared medium's capacity")
+    nic_filter: NicFilterMode | None = Field(None, description="hosts, routers: " + NIC_FILTER_DOC + "; null: perfect")
     queue: int | None = Field(None, ge=1, le=100000, description=HUB_QUEUE_DOC + "; null: 100")
     multicast: Literal["off", "snooping"] = Field("off", description="switch: IGMP snooping (and querier)")
     interfaces: list[InterfaceDef] = Field(
@@ -152,6 +161,8 @@ class NodeDef(Strict):
             raise ValueError("multicast snooping is a switch's; a hub floods by definition")
         if self.queue is not None and self.kind != "hub":
             raise ValueError("queue is a hub's shared medium's; a switch port's queue is its link's `limit`")
+        if bridge and self.nic_filter is not None:
+            raise ValueError(f"nic_filter is a host's or router's NIC; a {self.kind} is a bridge")
         return self
 
 

@@ -127,7 +127,7 @@ class ExperimentRun:
                 deployment = {"topology": points[0].experiment.topology.model_dump(mode="json"), **lab.timings,
                               "links": lab.applied, "self_check": checked, "node_sysctls": lab.node_sysctls(),
                               "offloads": session.best_effort(lab.offloads, {}),
-                              "receive_cpu": lab.receive_cpu.manifest()}  # fmt: skip
+                              "receive_cpu": lab.receive_cpu.manifest(), "nic_filters": lab.nic_filters}  # fmt: skip
                 self.deployments.append(deployment)
                 rng = random.Random(self.plan.base.random_seed + gi)
                 while group:
