@@ -49,6 +49,11 @@ class Check(Strict):
     max: Quantity | None = None
     trials: str | None = Field(None, pattern=COLUMN_RE, description="binomial check: the column of trials")
     confidence: float | None = Field(None, gt=0, lt=1, description="binomial check: e.g. 0.99")
+    reproduction: bool = Field(
+        False,
+        description="a check of the seed's conclusion rather than of the platform: its failure is a finding, "
+        "reported apart (summary reproduction_failed, FINDING in the output), never a failed check",
+    )
 
     @model_validator(mode="after")
     def _one_form(self) -> Check:

@@ -74,14 +74,17 @@ def reference_line(path: Path, references: Path | None = None) -> str:
 
 def print_summary(summary: dict[str, Any], path: Path) -> None:
     print(f"\n{'VALID' if summary['valid'] else 'INVALID'} run {summary['run_id']}: "
-          f"{summary['checks_passed']} check(s) passed, {summary['checks_failed']} failed")  # fmt: skip
+          f"{summary['checks_passed']} check(s) passed, {summary['checks_failed']} failed"
+          + (f"; the seed's conclusions: {summary['reproduction_passed']} hold, {summary['reproduction_failed']} do not"
+             if summary.get("reproduction_passed", 0) + summary.get("reproduction_failed", 0) else ""))  # fmt: skip
     for c in summary["checks"]:
         if not c["passed"]:
             where = ", ".join(f"{k}={axis_str(v)}" for k, v in c["values"].items())
             at = " ".join(filter(None, [c.get("point"), f"({where})" if where else ""]))
             at = f" at {at}" if at else ""
             what = f"{c['derived']}: " if c.get("derived") else ""
-            print(f"  FAILED {c['name']}{at}: {what}measured {c['measured']}, bound {c['bound']}")
+            label = "FINDING (does not hold here)" if c.get("reproduction") else "FAILED"
+            print(f"  {label} {c['name']}{at}: {what}measured {c['measured']}, bound {c['bound']}")
     for r in summary["invalid_reasons"]:
         print(f"  invalid: {r}")
     for r in summary.get("skipped", []):

@@ -59,6 +59,7 @@ def evaluate(points: Sequence[SweepPoint], rows: Iterable[Mapping[str, Any]]) ->
                     "measured": measured,
                     "bound": {"min": lo, "max": hi},
                     "passed": bool(passed),
+                    "reproduction": c.reproduction,
                     **(
                         {"target": c.target, "confidence": c.confidence, "trials_column": c.trials}
                         if c.trials is not None
@@ -121,6 +122,7 @@ def derived_entry(c: Check, data: DerivedData) -> dict[str, Any]:
         "measured": worst[2] if worst else None,
         "bound": {"min": lo, "max": hi},
         "passed": bool(rows) and failed == 0,
+        "reproduction": c.reproduction,
         "rows": len(rows),
         "rows_failed": failed,
         "why": (worst[3] if worst and worst[2] is None else None) if rows else unknown or "no row matches",
@@ -172,7 +174,9 @@ def build_summary(
     """The whole summary.json. `valid` is about the run (no invalid_reasons from the guard), not the checks:
     a valid run whose checks fail is a trustworthy measurement that disagrees with the expectation."""
     checks = evaluate(points, rows)
-    passed = sum(1 for c in checks if c["passed"])
+    platform = [c for c in checks if not c.get("reproduction")]
+    passed = sum(1 for c in platform if c["passed"])
+    findings = [c for c in checks if c.get("reproduction")]
     return {
         "schema_version": SCHEMA_VERSION,
         "experiment": experiment,
@@ -181,7 +185,10 @@ def build_summary(
         "invalid_reasons": list(invalid_reasons),
         "checks": checks,
         "checks_passed": passed,
-        "checks_failed": len(checks) - passed,
+        "checks_failed": len(platform) - passed,
+        # the seed's conclusions (Check.reproduction): a failure is a finding about the reproduction
+        "reproduction_passed": sum(1 for c in findings if c["passed"]),
+        "reproduction_failed": sum(1 for c in findings if not c["passed"]),
         "statistics": statistics(rows, columns),
         "guard": dict(guard or {}),
     }

@@ -51,7 +51,7 @@ def _check_rows(summary: Mapping[str, Any], sweep: Sweep) -> list[dict[str, Any]
                      + (f" ({c['why']})" if c.get("why") else ""))  # fmt: skip
         out.append(
             {
-                "name": c["name"],
+                "name": ("seed's conclusion: " if c.get("reproduction") else "") + c["name"],
                 "point": c.get("point", ""),
                 "label": label,
                 "column": c["column"],

@@ -74,7 +74,8 @@ def test_pass_fail_and_missing(plan):
     assert c["bound"] == {"min": pytest.approx(9.5e6), "max": pytest.approx(10.5e6)}
     assert c["values"] == {"topology": "switched", "rate": "10Mbit"}
     assert c["column"] == "h3_rx_bits_per_second"
-    assert set(c) == {"name", "point", "values", "column", "measured", "bound", "passed"}
+    assert set(c) == {"name", "point", "values", "column", "measured", "bound", "passed", "reproduction"}
+    assert c["reproduction"] is False
 
     c = by(checks, H3, sw100)
     assert c["passed"] is False
@@ -138,3 +139,26 @@ def test_where_compares_as_strings():
     assert applies(c, {"hosts": 4, "rate": "10Mbit"})
     assert not applies(c, {"hosts": "8", "rate": "10Mbit"})
     assert not applies(c, {"rate": "10Mbit"})  # an axis the point lacks never matches
+
+
+def test_a_seed_conclusion_that_does_not_hold_is_a_finding_not_a_failed_check(plan):
+    """Check.reproduction: counted apart in the summary; the run's platform checks stay as they are."""
+    i = ids(plan)
+    rows = [row(i["hub", "10Mbit"], 0, f2_loss_ratio=0.02), row(i["switched", "10Mbit"], 0, f2_loss_ratio=0.002)]
+    base = build_summary("mini", "r", plan.points, rows, ["f2_loss_ratio"])
+    failed = base["checks_failed"]
+    saved = {p.id: p.experiment.checks for p in plan.points}
+    try:
+        for p in plan.points:
+            p.experiment.checks = [c.model_copy(update={"reproduction": c.name == LOSS}) for c in saved[p.id]]
+        s = build_summary("mini", "r", plan.points, rows, ["f2_loss_ratio"])
+    finally:
+        for p in plan.points:
+            p.experiment.checks = saved[p.id]
+    loss = [c for c in s["checks"] if c["name"] == LOSS]
+    assert loss and all(c["reproduction"] for c in loss)
+    assert s["reproduction_failed"] == sum(1 for c in loss if not c["passed"]) == 1
+    assert s["checks_failed"] == failed - 1 and s["reproduction_passed"] == len(loss) - 1 == 1
+    assert s["checks_passed"] + s["checks_failed"] + s["reproduction_passed"] + s["reproduction_failed"] == len(
+        s["checks"]
+    )

@@ -250,7 +250,7 @@ def test_derived_checks_pass_with_one_entry_each():
     assert len(checks) == 6 + 4  # the plain check at each of the 6 data points, one entry per derived check
     assert all(c["passed"] for c in checks), [c for c in checks if not c["passed"]]
     plain = by_name([c for c in checks if c["point"] == pts[-1].id], CHECKS[4]["name"])
-    assert set(plain) == {"name", "point", "values", "column", "measured", "bound", "passed"}  # unchanged
+    assert set(plain) == {"name", "point", "values", "column", "measured", "bound", "passed", "reproduction"}
     deg = by_name(checks, CHECKS[0]["name"])
     assert deg["rows"] == 10 and deg["rows_failed"] == 0 and deg["derived"] == "degradation"
     # the worst row: the one closest to the bound (the smallest degradation)
