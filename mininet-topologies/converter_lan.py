@@ -45,6 +45,9 @@ class ConverterLanParams(TopologyParams):
     )
     converter_rate: BitsPerSecond = Field(100e6, description="the converters' switch, per port and direction")
     hub_queue: int = HUB_QUEUE
+    converter_cpus: float | None = Field(
+        None, gt=0, description="CPU budget of every converter (C_1s, C_2) in cores; null: none"
+    )
     multicast: Literal["off", "snooping"] = Field(
         "off", description="switches only: IGMP snooping, or flood multicast like the thesis's 1997 switches"
     )
@@ -86,9 +89,9 @@ def build(p: ConverterLanParams) -> Topology:
         t.hosts.append(Host("r1", role="router"))
         on_s1("r1", "254", "router_link")
         return t
-    t.hosts.append(Host("c2", role="converter-c2"))
+    t.hosts.append(Host("c2", role="converter-c2", cpus=p.converter_cpus))
     on_s1("c2", "100", "c2_host")  # first: c2-eth0 faces the hosts (multicast is routed onto eth0)
-    t.hosts += [Host(c, role="converter-c1") for c in c1s]
+    t.hosts += [Host(c, role="converter-c1", cpus=p.converter_cpus) for c in c1s]
     t.hosts.append(Host("r1", role="router"))
     if p.layout == "converter_hub":
         for i, c in enumerate(c1s):
