@@ -544,7 +544,7 @@ def load(source: Path | str, profile: str | None = None) -> Plan:
     """Parse, merge the profile, expand the sweep, substitute and validate every point."""
     source = Path(source)
     try:
-        raw = yaml.safe_load(source.read_text())
+        raw = yaml.load(source.read_text(), Loader=topofile.UniqueKeyLoader)  # noqa: S506 (a SafeLoader subclass)
     except yaml.YAMLError as exc:
         raise SpecError(f"{source}: not valid YAML: {exc}") from None
     except RecursionError:

@@ -53,6 +53,7 @@ def _mapping(loader: _UniqueKeys, node: yaml.MappingNode, deep: bool = False) ->
 
 
 _UniqueKeys.add_constructor(yaml.resolver.BaseResolver.DEFAULT_MAPPING_TAG, _mapping)
+UniqueKeyLoader = _UniqueKeys  # for experiment specs too (protolab.spec.load)
 
 
 def read_yaml(path: Path) -> Any:

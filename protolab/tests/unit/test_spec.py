@@ -97,6 +97,10 @@ def test_missing_profile_and_bad_yaml(tmp_path):
     f.write_text("name: [unclosed")
     with pytest.raises(spec.SpecError, match="not valid YAML"):
         spec.load(f)
+    # a key given twice is refused (PyYAML would keep the last silently: a profile's repetitions lost so once)
+    f.write_text(SMOKE.read_text() + "\nrepetitions: 2\n")
+    with pytest.raises(spec.SpecError, match="duplicate key 'repetitions'"):
+        spec.load(f)
     with pytest.raises(spec.SpecError, match="no experiment 'nope'"):
         spec.find("nope")
 
