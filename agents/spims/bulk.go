@@ -113,11 +113,13 @@ func BulkGet(ctx context.Context, c transport.Conn, cfg BulkConfig, live *Live) 
 	defer stopWake()
 	bytes := int64(cfg.Count) * int64(cfg.UnitSize)
 	var msg, ans []byte
+	var readNs []int64 // delays: when each unit of this transfer was read
 	for i := 0; ; i++ {
 		if out.Stopped = clk.stop(i); out.Stopped != "" {
 			break
 		}
 		msg = appendMsg(msg[:0], header{op: opBulkStart, seq: uint32(i), a: uint32(cfg.Count), b: uint32(cfg.UnitSize)}, 0)
+		readNs = readNs[:0]
 		live.started()
 		t0 := time.Now()
 		c.SetDeadline(t0.Add(cfg.Timeout))
@@ -145,7 +147,7 @@ func BulkGet(ctx context.Context, c transport.Conn, cfg BulkConfig, live *Live) 
 				return out.end(), fmt.Errorf("transfer %d: unit %d of %d: got op 0x%02x seq %d with %d bytes (%v)", i, u, cfg.Count, h.op, h.seq, len(m)-Header, err)
 			}
 			if clock != "" {
-				out.Bulk.UnitDelays = append(out.Bulk.UnitDelays, float64(now-stampOf(h))/1e9)
+				readNs = append(readNs, now)
 			}
 			if err := dst.put(m); err != nil {
 				return out.end(), fmt.Errorf("transfer %d: unit %d of %d: %w", i, u, cfg.Count, err)
@@ -169,13 +171,23 @@ func BulkGet(ctx context.Context, c transport.Conn, cfg BulkConfig, live *Live) 
 		}
 		ans = m
 		h, err := parseHeader(m)
-		if cfg.SenderCounters && err == nil && h.op == opBulkDone && len(m) > Header+16 {
-			var inc map[string]uint64
-			if err := json.Unmarshal(m[Header+16:], &inc); err != nil {
-				return out.end(), fmt.Errorf("transfer %d: the stop answer's counters: %w", i, err)
+		if (clock != "" || cfg.SenderCounters) && err == nil && h.op == opBulkDone && len(m) > Header+16 {
+			var rep stopReport
+			if err := json.Unmarshal(m[Header+16:], &rep); err != nil {
+				return out.end(), fmt.Errorf("transfer %d: the stop answer's report: %w", i, err)
 			}
-			for k, v := range inc {
-				out.Bulk.SenderCounters[k] += v
+			if clock != "" {
+				if len(rep.HandedNs) != len(readNs) {
+					return out.end(), fmt.Errorf("transfer %d: the responder's hand-over times of %d units, %d read", i, len(rep.HandedNs), len(readNs))
+				}
+				for u, t := range rep.HandedNs {
+					out.Bulk.UnitDelays = append(out.Bulk.UnitDelays, float64(readNs[u]-t)/1e9)
+				}
+			}
+			if out.Bulk.SenderCounters != nil {
+				for k, v := range rep.Counters {
+					out.Bulk.SenderCounters[k] += v
+				}
 			}
 			m = m[:Header+16]
 		}

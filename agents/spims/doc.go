@@ -70,9 +70,9 @@
 //
 // # Delays and expedited data (bulk_get)
 //
-// With "delays" the responder stamps each unit with CLOCK_MONOTONIC as it
-// hands it to the transport and the initiator reads the same clock when
-// the unit is read: one clock because both run on one kernel (the boot_id
+// With "delays" the responder notes CLOCK_MONOTONIC when each unit's
+// write returns and sends the times with the stop answer, and the
+// initiator reads the same clock when the unit is read: one clock because both run on one kernel (the boot_id
 // is compared; containers of one host share it), as protolab-tp4's stamps
 // are. The result has each unit's delay and Table 1's per-octet delay
 // (seed 002). With "expedited" the responder also sends a small message

@@ -37,10 +37,13 @@ import (
 //   - stream: a second stream of the same connection (QUIC): its own
 //     flow control and order, the connection's congestion control.
 //
-// Delays are measured on one clock: the responder stamps each unit and
-// each expedited message with CLOCK_MONOTONIC when it hands it to the
-// transport, and the initiator reads CLOCK_MONOTONIC when the message is
-// read. That is one clock only when both run on one kernel (containers on
+// Delays are measured on one clock, CLOCK_MONOTONIC: the responder notes
+// when each unit's write returned (the whole unit in the transport's
+// hands, as protolab-tp4's sender stamps a TSDU when its send buffer takes
+// it whole) and sends the times in the stop answer, and stamps each
+// expedited message when it asks to send it (a write that then waits for
+// room in the socket buffer counts: that is the user's wait); the
+// initiator reads the clock when a unit or message is read. That is one clock only when both run on one kernel (containers on
 // one host do): the initiator sends its kernel's boot_id with the
 // settings and the responder refuses delays when its own differs.
 //

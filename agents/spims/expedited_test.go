@@ -55,7 +55,7 @@ func TestBulkGetWithExpeditedData(t *testing.T) {
 			if !(e.DelaySeconds.Min > 0) || e.DelaySeconds.Max < e.DelaySeconds.Min {
 				t.Errorf("expedited delays %+v", e.DelaySeconds)
 			}
-			if d := res.Bulk.UnitDelaySeconds; d == nil || d.Count != iterations*count || !(d.Min > 0) {
+			if d := res.Bulk.UnitDelaySeconds; d == nil || d.Count != iterations*count || !plausible(d) {
 				t.Errorf("unit delays %+v", d)
 			}
 			if po := res.Bulk.PerOctetDelaySeconds; po == nil || !(*po > 0) {
@@ -76,10 +76,16 @@ func TestBulkGetDelays(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if d := res.Bulk.UnitDelaySeconds; d == nil || d.Count != 50 || !(d.Min > 0) || res.Bulk.Expedited != nil {
+	if d := res.Bulk.UnitDelaySeconds; d == nil || d.Count != 50 || !plausible(d) || res.Bulk.Expedited != nil {
 		t.Fatalf("unit delays %+v, expedited %+v", d, res.Bulk.Expedited)
 	}
 }
+
+// plausible unit delays on loopback: a unit's hand-over is the return of
+// the responder's write, a few microseconds after the kernel queued its
+// last byte, so over loopback the initiator may read it first; the mean
+// is positive and nothing is off by more than that.
+func plausible(d *Stats) bool { return d.Mean > 0 && d.Min > -0.001 && d.Max < 5 }
 
 func TestExpeditedJobRefusals(t *testing.T) {
 	base := map[string]any{"procedure": "bulk_get", "transport": "tcp", "target": "127.0.0.1:9"}

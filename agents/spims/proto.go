@@ -37,13 +37,15 @@ import (
 //     reads the stop.
 //
 // bulkSettings may also ask for delays ("clock": the initiator's kernel
-// boot_id; the responder refuses unless it is its own): each unit's a and b
-// then carry the CLOCK_MONOTONIC nanoseconds at which the responder handed
-// it to the transport; for the sender's counters ("sender_counters": each
-// transfer's stop answer goes on, after its 16 bytes, with a JSON object
-// of the connection's counter increments over the transfer); and for expedited
-// data ("expedited": see expedited.go), whose messages are opExpedited with
-// the stamp in a and b. A second connection or stream for them starts with
+// boot_id; the responder refuses unless it is its own) and for the
+// sender's counters ("sender_counters"): each transfer's stop answer then
+// goes on, after its 16 bytes, with a JSON stopReport: "handed_ns", the
+// CLOCK_MONOTONIC nanoseconds at which each unit's write returned (the
+// whole unit in the transport's hands), and "counters", the connection's
+// counter increments over the transfer. And for expedited data
+// ("expedited": see expedited.go), whose messages are opExpedited with the
+// CLOCK_MONOTONIC nanoseconds of the moment the responder asked to send
+// them in a and b. A second connection or stream for them starts with
 // opExpHello carrying the token the settings name; on a connection the
 // responder answers opExpReady.
 const Header = 13
@@ -82,6 +84,13 @@ type bulkSettings struct {
 	Clock          string       `json:"clock,omitempty"`
 	SenderCounters bool         `json:"sender_counters,omitempty"`
 	Expedited      *expSettings `json:"expedited,omitempty"`
+}
+
+// stopReport follows a stop answer's 16 bytes when delays or the sender's
+// counters were asked for.
+type stopReport struct {
+	HandedNs []int64           `json:"handed_ns,omitempty"`
+	Counters map[string]uint64 `json:"counters,omitempty"`
 }
 
 type header struct {

@@ -56,9 +56,12 @@ type BulkResult struct {
 	TransferBytes          int64 `json:"transfer_bytes"`
 	ReceiverBytesPerSecond Stats `json:"receiver_bytes_per_second"`
 	SenderBytesPerSecond   Stats `json:"sender_bytes_per_second"`
-	// delays (one kernel's CLOCK_MONOTONIC): each unit's from the
-	// responder's hand-over to its transport to its read here, and that
-	// over the unit's size averaged (Table 1's per-octet delay)
+	// delays (one kernel's CLOCK_MONOTONIC): each unit's from the return
+	// of the responder's write of it (all of it in the transport's hands)
+	// to its read here, and that over the unit's size averaged (Table 1's
+	// per-octet delay); complete transfers only. The write returns a few
+	// microseconds after the kernel queued the unit: over loopback a
+	// unit's delay may be that much below zero.
 	UnitDelaySeconds     *Stats `json:"unit_delay_seconds,omitempty"`
 	PerOctetDelaySeconds *Float `json:"per_octet_delay_seconds,omitempty"`
 	// sender_counters: the responder's connection counters' increments

@@ -77,7 +77,7 @@ type served struct {
 	dscp     int // -1: none asked
 	src      source
 	reg      *expRegistry
-	stamp    bool // delays: units carry their hand-over time
+	stamp    bool // delays: the stop answer carries each unit's hand-over time
 	counters bool // the stop answer carries the counters' increments
 	exp      *expSender
 }
@@ -227,6 +227,7 @@ func sendBulk(cn *served, h header, applied bool, out []byte, live *Live) ([]byt
 	if cn.counters {
 		before = c.Counters()
 	}
+	var rep stopReport
 	t0 := time.Now()
 	for i := uint32(0); i < h.a; i++ {
 		m, err := src.msg(header{op: opBulkData, seq: i}, int(h.b))
@@ -235,14 +236,13 @@ func sendBulk(cn *served, h header, applied bool, out []byte, live *Live) ([]byt
 			c.WriteMsg(errorMsg(i, err)) // read by the initiator in place of the unit
 			return out, err
 		}
-		if cn.stamp {
-			a, b := stampWords(monoNow())
-			putHeader(m, header{op: opBulkData, seq: i, a: a, b: b})
-		}
 		err = c.WriteMsg(m)
 		src.release()
 		if err != nil {
 			return out, fmt.Errorf("bulk unit %d of %d: %w", i, h.a, err)
+		}
+		if cn.stamp { // the whole unit is in the transport's hands now
+			rep.HandedNs = append(rep.HandedNs, monoNow())
 		}
 		live.servedSent.Add(uint64(h.b))
 		if cn.exp != nil && h.seq != ^uint32(0) {
@@ -265,12 +265,14 @@ func sendBulk(cn *served, h header, applied bool, out []byte, live *Live) ([]byt
 	if applied {
 		out[Header+16] = 1
 	}
-	if cn.counters && h.seq != ^uint32(0) {
-		inc := map[string]uint64{}
-		for k, v := range c.Counters() {
-			inc[k] = v - before[k]
+	if (cn.counters || cn.stamp) && h.seq != ^uint32(0) {
+		if cn.counters {
+			rep.Counters = map[string]uint64{}
+			for k, v := range c.Counters() {
+				rep.Counters[k] = v - before[k]
+			}
 		}
-		js, err := json.Marshal(inc)
+		js, err := json.Marshal(rep)
 		if err != nil {
 			return out, err
 		}

@@ -80,10 +80,10 @@ Job (JSON; sizes in payload bytes, times as durations with units):
   each unit appended, write time included). source_data is the responder's
   for bulk_get (it must be there), the requests' for request_response;
   destination_data is bulk_get's, at the initiator.
-  bulk_get only: delays stamps each unit at the responder's hand-over and
-  reads it here on the same clock (CLOCK_MONOTONIC: both must run on one
-  kernel, checked by boot_id), giving bulk.unit_delay_seconds and
-  per_octet_delay_seconds; sender_counters returns the responder's counter
+  bulk_get only: delays times each unit from the return of the
+  responder's write to its read here on one clock (CLOCK_MONOTONIC: both
+  must run on one kernel, checked by boot_id), giving
+  bulk.unit_delay_seconds and per_octet_delay_seconds; sender_counters returns the responder's counter
   increments (tcp retransmitted_segments, quic packets_lost); expedited
   sends a size-byte message after every 1/rate-th unit (seed 002's rate,
   .33 .. .03) via urgent (tcp: in the bulk's stream, its last byte TCP
