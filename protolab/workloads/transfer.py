@@ -12,9 +12,11 @@
   bytes inline, SO_OOBINLINE. TCP urgent data is one out-of-band byte and a pointer: the message still waits
   behind every unit queued before it, only the urgent pointer goes ahead, and a Go receiver cannot see that),
   `connection` (tcp: a second TCP connection to the same responder carrying only those messages) or `stream`
-  (quic: a second QUIC stream of the same connection). Delays are stamped by the responder with CLOCK_MONOTONIC
-  when it hands a unit or message to the transport and read against it by the initiator: one clock, since both
-  run on one kernel (protolab-spims checks the boot_id and refuses otherwise), as tp4's stamps are.
+  (quic: a second QUIC stream of the same connection). Delays are on one clock, CLOCK_MONOTONIC, since both ends
+  run on one kernel (protolab-spims checks the boot_id and refuses otherwise), as tp4's stamps are: a unit's from
+  the return of the responder's write of it (all of it in the transport's hands, as tp4's sender stamps a TSDU
+  when its send buffer takes it whole) to the initiator's read; an expedited message's from the responder's
+  asking to send it (a write waiting for room in the socket buffer counts) to its read.
 
     - {kind: transfer, name: xfer, sender: h1, receiver: h2, stack: tp4, table: 3, ack: selective, tsdus: 20,
        duration: 120s}
@@ -27,8 +29,8 @@ Columns (`<task>_`, the paper's Table 1 measures): `efficiency_ratio` (user octe
 octets per second; expedited octets are not user octets), `transfer_seconds` (tp4: first TSDU submitted to last
 delivered; tcp/quic: the request sent to the last unit read, so one one-way trip more), `delivered_bytes`,
 `completed_ratio` (1: every octet arrived, in order and intact, and both ends closed cleanly),
-`per_octet_delay_seconds` (mean TSDU delay / TSDU size; tp4: hand-over to delivery; tcp/quic: the responder's
-hand-over of a unit to its transport to the initiator's read of it), `expedited_delay_seconds`,
+`per_octet_delay_seconds` (mean TSDU delay / TSDU size; tp4: hand-over to delivery; tcp/quic: as above, complete
+transfers only), `expedited_delay_seconds`,
 `expedited_delay_max_seconds` and `expedited_total` (with expedited data: the expedited messages' mean and largest
 delay, hand-over to delivery, and how many arrived), `retransmissions_total` (tp4: DT and ED TPDUs sent again; tcp:
 the sender's retransmitted segments; quic: packets the responder's quic-go declared lost, their frames sent again),
