@@ -278,6 +278,9 @@ type State struct {
 	// AllMulti and Promisc mirror IFF_ALLMULTI and IFF_PROMISC: a driver
 	// then opens its filter to all multicast, or to everything.
 	AllMulti, Promisc bool
+	// Overflow is set by Filter.Set when Joined holds more than MaxJoined
+	// addresses: a perfect filter then passes all multicast.
+	Overflow bool
 }
 
 // Filter is one loaded filter program with its maps.
@@ -332,8 +335,12 @@ func (f *Filter) Set(s State) error {
 			groups = append(groups, a)
 		}
 	}
-	if len(want) > MaxJoined {
-		return fmt.Errorf("%d joined addresses, more than the %d the filter holds", len(want), MaxJoined)
+	// More groups than the exact table holds: a driver then opens its NIC to
+	// all multicast (as Linux drivers do when the list overflows the
+	// hardware's filter) and the kernel filters. Hash64 needs no table.
+	s.Overflow = len(want) > MaxJoined
+	if s.Overflow {
+		want = map[[6]byte]bool{}
 	}
 	for a := range want {
 		if !f.joined[a] {
@@ -349,7 +356,7 @@ func (f *Filter) Set(s State) error {
 		mode = Promiscuous
 	}
 	binary.NativeEndian.PutUint32(cfg[cfgMode:], uint32(mode))
-	if s.AllMulti {
+	if s.AllMulti || (s.Overflow && mode == Perfect) {
 		binary.NativeEndian.PutUint32(cfg[cfgAllMulti:], 1)
 	}
 	copy(cfg[cfgMAC:], s.MAC[:])

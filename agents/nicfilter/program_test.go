@@ -188,8 +188,16 @@ func TestSetTooManyGroups(t *testing.T) {
 	for i := range MaxJoined + 1 {
 		joined = append(joined, [6]byte{0x01, 0x00, 0x5e, byte(i >> 16), byte(i >> 8), byte(i)})
 	}
-	if err := f.Set(State{Mode: Perfect, Joined: joined}); err == nil {
-		t.Error("no error for more groups than the map holds")
+	if err := f.Set(State{Mode: Perfect, Joined: joined}); err != nil {
+		t.Fatalf("more groups than the table holds: %v", err)
+	}
+	if !f.state.Overflow {
+		t.Error("overflow not recorded")
+	}
+	// as a driver whose exact table overflowed: every multicast frame passes
+	other := [6]byte{0x01, 0x00, 0x5e, 0x7f, 0x7f, 0x7f}
+	if got := runFrame(t, f, frame(other)); got != tcActOK {
+		t.Errorf("perfect filter over its table: multicast %v verdict %d, want pass", other, got)
 	}
 }
 
