@@ -34,8 +34,8 @@ class Check(Strict):
     derived: str | None = Field(
         None, pattern=COLUMN_RE, description="a derived sum, ratio or fit (see Derived): every row within the bounds"
     )
-    field: Literal["c0", "c1", "r2"] | None = Field(
-        None, description="derived fit: the intercept c0, the slope c1 or r2, in every group of the fit"
+    field: Literal["c0", "c1", "c2", "r2"] | None = Field(
+        None, description="derived fit: the intercept c0, the slope c1 (c2: of x2) or r2, in every group of the fit"
     )
     where: dict[str, Any] = Field(
         default_factory=dict, description="only points (derived: rows or fit groups) whose axes have these values"
@@ -237,6 +237,12 @@ class DerivedFit(Strict):
     name: str = Field(..., pattern=COLUMN_RE)
     x: str = Field(..., pattern=COLUMN_RE, description="a tidy column, derived sum or derived ratio")
     y: str = Field(..., pattern=COLUMN_RE, description="a tidy column, derived sum or derived ratio")
+    x2: str | None = Field(
+        None,
+        pattern=COLUMN_RE,
+        description="a second regressor: y = c0 + c1 x + c2 x2 by least squares (e.g. CPU against packets and "
+        "messages); a tidy column or derived sum",
+    )
     group: str | None = Field(None, description="axis name: one fit per value")
     where: dict[str, Any] = Field(default_factory=dict, description="only points whose axes have these values")
 
@@ -268,8 +274,12 @@ class Derived(Strict):
         for f in self.fits:
             if f.x == f.y:
                 raise ValueError(f"fit {f.name}: x and y are both {f.x!r}")
+            if f.x2 is not None and f.x2 in (f.x, f.y):
+                raise ValueError(f"fit {f.name}: x2 {f.x2!r} is also its x or y")
+            if f.x2 is not None and self.kind(f.x2) == "ratio":
+                raise ValueError(f"fit {f.name}: x2 {f.x2!r} is a derived ratio; x2 takes a tidy column or a sum")
             try:
-                self.ratio_axis([f.x, f.y])
+                self.ratio_axis([f.x, f.y, *([f.x2] if f.x2 else [])])
             except ValueError as exc:
                 raise ValueError(f"fit {f.name}: {exc}") from None
         return self

@@ -78,6 +78,8 @@ class FitResult:
     c0_se: float | None = None
     c1_se: float | None = None
     r2: float | None = None
+    c2: float | None = None  # the second regressor's slope (DerivedFit.x2)
+    c2_se: float | None = None
     residuals: list[Residual] = field(default_factory=list)
     why: str | None = None
 
@@ -86,7 +88,7 @@ class FitResult:
         return max((abs(r.residual) for r in self.residuals), default=None) if self.c0 is not None else None
 
     def figure(self, name: str) -> float | None:
-        return {"c0": self.c0, "c1": self.c1, "r2": self.r2}[name]
+        return {"c0": self.c0, "c1": self.c1, "c2": self.c2, "r2": self.r2}[name]
 
 
 def group_by_point(rows: Iterable[Row]) -> dict[str, list[Row]]:
@@ -226,6 +228,8 @@ class DerivedData:
     def _fit(self, f: DerivedFit) -> list[FitResult]:
         from scipy.stats import linregress
 
+        if f.x2 is not None:
+            return self._fit2(f)
         recs = [r for r in self.records([f.x, f.y]) if matches(f.where, r.values)]
         if not recs:
             raise ValueError(f"no point has {where_note(f.where)}" if f.where else "no points")
@@ -253,6 +257,42 @@ class DerivedData:
                     res.c0_se, res.c1_se = _finite(lr.intercept_stderr), _finite(lr.stderr)
                 res.residuals = [Residual(r.point, r.values, x, y, res.c0 + res.c1 * x)
                                  for r, x, y in zip(usable, xs, ys, strict=True)]  # fmt: skip
+            out.append(res)
+        return out
+
+    def _fit2(self, f: DerivedFit) -> list[FitResult]:
+        """y = c0 + c1 x + c2 x2 by least squares (numpy), per group: r2 and, from 4 points on, the standard
+        errors (residual variance times (X'X)^-1)."""
+        import numpy as np
+
+        x2 = f.x2 or ""
+        recs = [r for r in self.records([f.x, f.y, x2]) if matches(f.where, r.values)]
+        if not recs:
+            raise ValueError(f"no point has {where_note(f.where)}" if f.where else "no points")
+        present = {r.values.get(f.group) for r in recs} if f.group else {None}
+        groups = [v for v in self.sweep.values.get(f.group, []) if v in present] if f.group else [None]
+        out = []
+        for g in groups:
+            sub = [r for r in recs if g is None or r.values.get(f.group or "") == g]
+            usable = [r for r in sub if all(r.fields[n] is not None for n in (f.x, x2, f.y))]
+            res = FitResult(g, len(usable), len(sub) - len(usable))
+            a = np.array([[1.0, float(r.fields[f.x]), float(r.fields[x2])] for r in usable]).reshape(-1, 3)  # type: ignore[arg-type]
+            y = np.array([float(r.fields[f.y]) for r in usable])  # type: ignore[arg-type]
+            if len(usable) < 3 or np.linalg.matrix_rank(a) < 3:
+                res.why = (f"{len(usable)} point(s) with {f.x}, {x2} and {f.y}: a plane needs 3 whose x and x2 are "
+                           "not proportional")  # fmt: skip
+                out.append(res)
+                continue
+            coef, *_ = np.linalg.lstsq(a, y, rcond=None)
+            fitted = a @ coef
+            ss_res, ss_tot = float(((y - fitted) ** 2).sum()), float(((y - y.mean()) ** 2).sum())
+            res.c0, res.c1, res.c2 = (float(c) for c in coef)
+            res.r2 = _finite(1 - ss_res / ss_tot) if ss_tot > 0 else None
+            if len(usable) > 3:
+                se = np.sqrt(np.diag(ss_res / (len(usable) - 3) * np.linalg.inv(a.T @ a)))
+                res.c0_se, res.c1_se, res.c2_se = (_finite(float(s)) for s in se)
+            res.residuals = [Residual(r.point, r.values, float(row[1]), float(v), float(fv))
+                             for r, row, v, fv in zip(usable, a, y, fitted, strict=True)]  # fmt: skip
             out.append(res)
         return out
 
@@ -336,6 +376,7 @@ class DerivedData:
                             "c0_se": g.c0_se,
                             "c1": g.c1,
                             "c1_se": g.c1_se,
+                            **({"x2": f.x2, "c2": g.c2, "c2_se": g.c2_se} if f.x2 else {}),
                             "r2": g.r2,
                             "max_abs_residual": g.max_abs_residual,
                             "why": g.why,
@@ -489,8 +530,13 @@ def fit_line(f: DerivedFit, g: FitResult, xdisp: Display, ydisp: Display) -> str
         return f" (± {v * scale:.2g})" if v is not None else ""
 
     r2 = MISSING if g.r2 is None else f"{g.r2:.4f}"
+    c2 = ""
+    if f.x2 and g.c2 is not None:
+        x2disp = Display.for_column(f.x2, [])
+        per2 = f"{ydisp.unit or ''} per {x2disp.unit or quantity_name(f.x2)}".strip()
+        c2 = f", c2 = {_g(g.c2, ydisp.scale / x2disp.scale)} {per2}{se(g.c2_se, ydisp.scale / x2disp.scale)}"
     return (f"{head}c0 = {_g(g.c0, ydisp.scale)}{yu}{se(g.c0_se, ydisp.scale)}, c1 = {_g(g.c1, c1_scale)} {per}"
-            f"{se(g.c1_se, c1_scale)}, r² = {r2}, n = {g.n}, max |residual| = {_g(g.max_abs_residual, ydisp.scale)}"
+            f"{se(g.c1_se, c1_scale)}{c2}, r² = {r2}, n = {g.n}, max |residual| = {_g(g.max_abs_residual, ydisp.scale)}"
             f"{yu}{left}")  # fmt: skip
 
 
@@ -507,15 +553,17 @@ def _fit_table(data: DerivedData, f: DerivedFit) -> DerivedTable:
     cells = [[*(e.values.get(a, "") for a in axes), _g(e.x, xdisp.scale), _g(e.y, ydisp.scale),
               _g(e.fitted, ydisp.scale), _g(e.residual, ydisp.scale)] for g in groups for e in g.residuals]  # fmt: skip
     group = [f.group] if f.group else []
-    coef = _csv([*group, "n", "left_out", "c0", "c0_se", "c1", "c1_se", "r2", "max_abs_residual", "why"],
-                [[*([g.group] if f.group else []), g.n, g.left_out, g.c0, g.c0_se, g.c1, g.c1_se, g.r2,
-                  g.max_abs_residual, g.why] for g in groups])  # fmt: skip
+    two = ["c2", "c2_se"] if f.x2 else []
+    coef = _csv([*group, "n", "left_out", "c0", "c0_se", "c1", "c1_se", *two, "r2", "max_abs_residual", "why"],
+                [[*([g.group] if f.group else []), g.n, g.left_out, g.c0, g.c0_se, g.c1, g.c1_se,
+                  *([g.c2, g.c2_se] if f.x2 else []), g.r2, g.max_abs_residual, g.why] for g in groups])  # fmt: skip
     resid = _csv(["point", *axes, f.x, f.y, "fitted", "residual"],
                  [[e.point, *(e.values.get(a, "") for a in axes), e.x, e.y, e.fitted, e.residual]
                   for g in groups for e in g.residuals])  # fmt: skip
     left = sum(g.left_out for g in groups)
     note = (
-        f"Least squares {f.y} = c0 + c1 × {f.x} (scipy.stats.linregress)"
+        (f"Least squares {f.y} = c0 + c1 × {f.x} + c2 × {f.x2} (numpy.linalg.lstsq)" if f.x2 else
+         f"Least squares {f.y} = c0 + c1 × {f.x} (scipy.stats.linregress)")
         + (f", one line per {f.group}" if f.group else "")
         + (f", only the points with {where_note(f.where)}" if f.where else "")
         + "; each value the mean over a point's repetitions; ± = standard error (3 points or more)"

@@ -310,8 +310,8 @@ def scatter_png(spec: Plot, data: DerivedData) -> bytes:
                 ax.annotate(r.values.get(spec.label, ""), xy, xytext=(5, 4), textcoords="offset points", fontsize=8,
                             color="#333333", zorder=4)  # fmt: skip
     for k, res in enumerate(fit_res):
-        if res.c0 is None or res.c1 is None or not res.residuals:
-            continue
+        if res.c0 is None or res.c1 is None or not res.residuals or res.c2 is not None:
+            continue  # no line (a two-regressor fit is a plane: its figures are in the derived table)
         xs = [e.x for e in res.residuals]
         lo, hi = min(xs), max(xs)
         same_groups = fit is not None and spec.group == fit.group

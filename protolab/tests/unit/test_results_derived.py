@@ -572,3 +572,50 @@ def test_a_scatter_plot_naming_a_missing_fit_is_a_spec_error(tmp_path):
             "fit": "nosuch"}  # fmt: skip
     with pytest.raises(SpecError, match="fit 'nosuch' is not a derived fit"):
         spec.load(write_mini(tmp_path, MINI_DERIVED, plots=[plot]))
+
+
+def test_a_two_regressor_fit_recovers_a_known_plane_and_matches_least_squares():
+    """x2: delay = c0 + c1 integers + c2 reals per syntax, exact, then with noise against numpy's own lstsq;
+    the coefficient table, the line in the report and a check on c2 carry it."""
+    derived = {"fits": [{"name": "plane", "x": "rx_pdu_integers", "x2": "rx_pdu_reals", "y": "rx_delay_mean_seconds",
+                         "group": "syntax", "where": {"budget": "none"}}]}  # fmt: skip
+    pts = points(derived=derived)
+    rows = tidy(pts)
+    plane = {"raw": (1e-3, 2e-5, 5e-5), "ber": (1.5e-3, 8e-5, 3e-4), "skinny": (1.1e-3, 3e-5, 1e-4)}
+    for r in rows:
+        c0, c1, c2 = plane[r["syntax"]]
+        r["rx_delay_mean_seconds"] = c0 + c1 * r["rx_pdu_integers"] + c2 * r["rx_pdu_reals"]
+    data = build(rows, pts, derived)
+    for g in data.fits["plane"]:
+        assert (g.c0, g.c1, g.c2) == pytest.approx(plane[g.group]) and g.r2 == pytest.approx(1.0) and g.n == 5
+    rng = random.Random(3)
+    for r in rows:
+        r["rx_delay_mean_seconds"] *= 1 + rng.gauss(0, 0.05)
+    ber = next(g for g in build(rows, pts, derived).fits["plane"] if g.group == "ber")
+    by_point: dict[str, list[dict[str, Any]]] = {}
+    for r in rows:
+        if r["syntax"] == "ber" and r["budget"] == "none":
+            by_point.setdefault(r["point"], []).append(r)
+    a = np.array([[1, v[0]["rx_pdu_integers"], v[0]["rx_pdu_reals"]] for v in by_point.values()], dtype=float)
+    y = np.array([np.mean([r["rx_delay_mean_seconds"] for r in v]) for v in by_point.values()])
+    want, *_ = np.linalg.lstsq(a, y, rcond=None)
+    assert (ber.c0, ber.c1, ber.c2) == pytest.approx(list(want))
+    assert ber.c2_se is not None and ber.c2_se > 0 and 0 < ber.r2 < 1
+    table = next(t for t in data.tables() if t.name == "plane")
+    assert "c2 =" in table.lines[0] and "numpy.linalg.lstsq" in table.note
+    dumped = data.to_json()["fits"]["plane"]["groups"][0]
+    assert dumped["x2"] == "rx_pdu_reals" and dumped["c2"] == pytest.approx(plane["raw"][2])
+    # a check bounds c2 like c1
+    chk = Check.model_validate({"name": "reals cost", "derived": "plane", "field": "c2", "min": 0})
+    assert [v for _, _, v, _ in data.check_rows(chk)] == pytest.approx([p[2] for p in plane.values()])
+
+
+def test_a_two_regressor_fit_says_why_when_x_and_x2_move_together():
+    derived = {"fits": [{"name": "plane", "x": "rx_pdu_integers", "x2": "twice", "y": "rx_delay_mean_seconds",
+                         "where": {"budget": "none", "syntax": "raw"}}],
+               "sums": [{"name": "twice", "of": {"rx_pdu_integers": 2}}]}  # fmt: skip
+    pts = points(derived=derived)
+    g = build(tidy(pts), pts, derived).fits["plane"][0]
+    assert g.c0 is None and "not proportional" in (g.why or "")
+    with pytest.raises(ValueError, match="x2 'rx_pdu_integers' is also its x or y"):
+        Derived.model_validate({"fits": [{"name": "p", "x": "rx_pdu_integers", "x2": "rx_pdu_integers", "y": "a"}]})
