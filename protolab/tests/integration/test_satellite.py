@@ -17,7 +17,11 @@ def test_tp4_and_tcp_transfers_cross_a_satellite_link_with_bit_errors(tmp_path, 
     run, summary = run_spec("satellite", tmp_path, timeout=900)
     assert {"every transfer completes", "every octet arrives"} <= {c["name"] for c in summary["checks"]}
     rows = {r["variant"]: r for r in csv.DictReader((run / "tidy.csv").open())}
-    assert set(rows) == {"tp4", "tcp"}, rows
+    assert set(rows) == {"tp4", "tcp", "tcp-expedited", "quic-expedited"}, rows
+    for v in ("tcp-expedited", "quic-expedited"):  # one message, on one clock: at least a trip of the 270 ms link
+        assert (
+            0.27 < float(rows[v]["xfer_expedited_delay_seconds"]) <= float(rows[v]["xfer_expedited_delay_max_seconds"])
+        )
     tp4, tcp = rows["tp4"], rows["tcp"]
     # tp4: its own receive buffer and the paper's echoed parameters; TCP: ss's socket memory sampled (the
     # sender's queue holds data while the link drains it; the receiving application reads at once, so its
