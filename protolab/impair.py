@@ -15,23 +15,19 @@ data: protolab.model.impairment. Backends:
 
 from __future__ import annotations
 
-import collections
-import collections.abc
 import http.client
 import itertools
 import json
 import logging
 import os
-import queue
 import socket
-import subprocess
-import threading
 import zlib
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from . import monitor, naming
+from .helperproc import HelperProcess
 from .model.impairment import MTU_FRAME_BYTES, Impairment
 from .registry import Registry
 from .shell import CommandError, run
@@ -212,7 +208,7 @@ def linkem_control_dir() -> Path:
     return d
 
 
-class Linkem:
+class Linkem(HelperProcess):
     """One protolab-linkem process emulating one direction where its packets arrive (an NFQUEUE rule)."""
 
     _running: dict[Endpoint, Linkem] = {}
@@ -233,22 +229,8 @@ class Linkem:
         self.control = linkem_control_dir() / f"{os.getpid()}-q{self.queue}.sock"
         self.control.unlink(missing_ok=True)  # a killed earlier process of this pid's
         args += ["--control", str(self.control)]
-        self.proc = subprocess.Popen(args, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
-        # Both pipes are read to the end by daemon threads, so a chatty process never blocks on a full pipe;
-        # the last lines of each are kept for error messages.
-        self.tails = {p: collections.deque[str](maxlen=LINKEM_TAIL_LINES) for p in ("stderr", "stdout")}
-        first: queue.Queue[str] = queue.Queue()
-        pipes = ((self.proc.stdout, "stdout", first), (self.proc.stderr, "stderr", None))
-        self._drains = [threading.Thread(target=self._drain, args=a, daemon=True) for a in pipes]
-        for t in self._drains:
-            t.start()
-        try:
-            line = first.get(timeout=LINKEM_START_TIMEOUT)
-        except queue.Empty:
-            line = f"(no 'listening on' line within {LINKEM_START_TIMEOUT:g}s)"
-        if line.strip() != f"listening on unix:{self.control}":
-            self._end()
-            raise RuntimeError(f"protolab-linkem for {name} did not start: {line.strip()[:200]}{self.output()}")
+        self._start(args, env, f"listening on unix:{self.control}", f"protolab-linkem for {name}",
+                    LINKEM_START_TIMEOUT, LINKEM_TAIL_LINES)  # fmt: skip
         match = ["-m", "physdev", "--physdev-in", receiver.intf] if receiver.pid is None else ["-i", receiver.intf]
         self.rule = ["PREROUTING", *match, "-m", "comment", "--comment", naming.IMPAIR_COMMENT, "-j", "NFQUEUE",
                      "--queue-num", str(self.queue), "--queue-bypass"]  # fmt: skip
@@ -260,37 +242,6 @@ class Linkem:
             self._end()  # not left running without its rule
             raise
         Linkem._running[receiver] = self
-
-    def _drain(self, stream: collections.abc.Iterable[str], label: str, first: queue.Queue[str] | None) -> None:
-        """Read one of the process's pipes to its end: the first stdout line to `first`, the rest to the tail."""
-        for line in stream:
-            if first is not None:
-                first.put(line)
-                first = None
-                continue
-            self.tails[label].append(line.rstrip())
-            log.debug("protolab-linkem %s %s: %s", self.name, label, line.rstrip())
-        if first is not None:
-            first.put("(exited without output)")
-
-    def output(self) -> str:
-        """The process's last lines, for error messages ('' if none)."""
-        for t in self._drains:  # an exited process's last lines are still in the pipes
-            if self.proc.poll() is not None:
-                t.join(timeout=1)
-        lines = [f"{p}: {line}" for p, tail in self.tails.items() for line in tail]
-        return "; its last output:\n  " + "\n  ".join(lines) if lines else ""
-
-    def _end(self) -> None:
-        """Terminate the process (kill after 5 s) and remove its control socket."""
-        if self.proc.poll() is None:
-            self.proc.terminate()
-            try:
-                self.proc.wait(timeout=5)
-            except subprocess.TimeoutExpired:
-                self.proc.kill()
-                self.proc.wait(timeout=5)
-        self.control.unlink(missing_ok=True)  # it removes it itself unless killed
 
     @staticmethod
     def config(imp: Impairment) -> dict[str, str]:

@@ -14,14 +14,12 @@ import collections.abc
 import json
 import logging
 import os
-import queue
-import subprocess
-import threading
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from . import monitor, naming
+from .helperproc import HelperProcess
 from .impair import _UnixHTTPConnection
 
 NICFILTER = Path(__file__).resolve().parent.parent / "images" / "node" / "bin" / "protolab-nicfilter"
@@ -74,7 +72,7 @@ def command(interfaces: collections.abc.Sequence[FilteredInterface], control: Pa
     return args
 
 
-class NicFilter:
+class NicFilter(HelperProcess):
     """One protolab-nicfilter process modelling the NIC filters of some host interfaces (usually one LAN's)."""
 
     def __init__(self, name: str, interfaces: collections.abc.Sequence[FilteredInterface], run_id: str = "") -> None:
@@ -87,41 +85,7 @@ class NicFilter:
         args = command(self.interfaces, self.control)
         self.control.unlink(missing_ok=True)  # a killed earlier process of this pid's
         env = {**os.environ, naming.PROCESS_ENV: f"nicfilter-{name}", "PROTOLAB_RUN": run_id}
-        self.proc = subprocess.Popen(args, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
-        # Both pipes are read to the end by daemon threads, so a chatty process never blocks on a full pipe.
-        self.tails = {p: collections.deque[str](maxlen=TAIL_LINES) for p in ("stderr", "stdout")}
-        first: queue.Queue[str] = queue.Queue()
-        pipes = ((self.proc.stdout, "stdout", first), (self.proc.stderr, "stderr", None))
-        self._drains = [threading.Thread(target=self._drain, args=a, daemon=True) for a in pipes]
-        for t in self._drains:
-            t.start()
-        try:
-            line = first.get(timeout=START_TIMEOUT)
-        except queue.Empty:
-            line = f"(no 'ready' line within {START_TIMEOUT:g}s)"
-        if line.strip() != "ready":
-            self._end()
-            raise RuntimeError(f"protolab-nicfilter {name} did not start: {line.strip()[:200]}{self.output()}")
-
-    def _drain(self, stream: collections.abc.Iterable[str], label: str, first: queue.Queue[str] | None) -> None:
-        """Read one of the process's pipes to its end: the first stdout line to `first`, the rest to the tail."""
-        for line in stream:
-            if first is not None:
-                first.put(line)
-                first = None
-                continue
-            self.tails[label].append(line.rstrip())
-            log.debug("protolab-nicfilter %s %s: %s", self.name, label, line.rstrip())
-        if first is not None:
-            first.put("(exited without output)")
-
-    def output(self) -> str:
-        """The process's last lines, for error messages ('' if none)."""
-        for t in self._drains:
-            if self.proc.poll() is not None:
-                t.join(timeout=1)
-        lines = [f"{p}: {line}" for p, tail in self.tails.items() for line in tail]
-        return "; its last output:\n  " + "\n  ".join(lines) if lines else ""
+        self._start(args, env, "ready", f"protolab-nicfilter {name}", START_TIMEOUT, TAIL_LINES)
 
     def stats(self) -> dict[str, dict[str, Any]]:
         """Per bridge port: mode, mac, joined, mask and counters {verdict: {packets, bytes}} (GET /stats)."""
@@ -139,17 +103,6 @@ class NicFilter:
         if status != 200:
             raise RuntimeError(f"protolab-nicfilter {self.name}: /stats answered {status}: {text[:300]}")
         return {h["port"]: h for h in json.loads(text)["hosts"]}
-
-    def _end(self) -> None:
-        """Terminate the process (kill after 5 s) and remove its control socket."""
-        if self.proc.poll() is None:
-            self.proc.terminate()
-            try:
-                self.proc.wait(timeout=5)
-            except subprocess.TimeoutExpired:
-                self.proc.kill()
-                self.proc.wait(timeout=5)
-        self.control.unlink(missing_ok=True)
 
     def stop(self) -> None:
         """Stop the process: its attachments go with it. Raises if it had failed (exit code other than 0)."""
