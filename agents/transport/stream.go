@@ -27,17 +27,27 @@ func newStreamConn(c net.Conn) *streamConn {
 	return &streamConn{c: c, r: bufio.NewReaderSize(c, 64<<10)}
 }
 
+// frame is p with its length prefix in the buffer kept between writes (kept
+// only up to 1 MiB, so one large message does not pin its buffer). Under wmu.
+func (s *streamConn) frame(p []byte) ([]byte, error) {
+	b, err := AppendFrame(s.wbuf[:0], p)
+	if err != nil {
+		return nil, err
+	}
+	if cap(b) <= 1<<20 {
+		s.wbuf = b
+	}
+	return b, nil
+}
+
 // WriteMsg writes prefix and message in one Write (one TLS record, one
 // segment train) from a buffer kept between calls.
 func (s *streamConn) WriteMsg(p []byte) error {
 	s.wmu.Lock()
 	defer s.wmu.Unlock()
-	b, err := AppendFrame(s.wbuf[:0], p)
+	b, err := s.frame(p)
 	if err != nil {
 		return err
-	}
-	if cap(b) <= 1<<20 {
-		s.wbuf = b
 	}
 	_, err = s.c.Write(b)
 	return err

@@ -317,12 +317,9 @@ func (u *tcpConn) WriteUrgent(p []byte) error {
 	s := u.streamConn
 	s.wmu.Lock()
 	defer s.wmu.Unlock()
-	b, err := AppendFrame(s.wbuf[:0], p)
+	b, err := s.frame(p)
 	if err != nil {
 		return err
-	}
-	if cap(b) <= 1<<20 {
-		s.wbuf = b
 	}
 	if _, err := s.c.Write(b[:len(b)-1]); err != nil {
 		return err
