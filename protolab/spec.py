@@ -322,6 +322,12 @@ class Experiment(Strict):
                 if task.address_family() == 6 and not t.ipv6:
                     raise ValueError(f"phase {phase.name}, task {task.name}: family ipv6, but the topology has "
                                      "ipv6: false")  # fmt: skip
+                link_rate = getattr(task, "link_rate", None)  # a transfer's efficiency is over this link speed
+                sat = [lk.rate_bps for lk in t.links if lk.segment == "satellite" and lk.rate_bps]
+                if link_rate and sat and abs(link_rate - sat[0]) > 1e-3 * sat[0]:
+                    raise ValueError(f"phase {phase.name}, task {task.name}: link_rate {link_rate / 1e3:g} kbit/s, "
+                                     f"but the topology's satellite link runs at {sat[0] / 1e3:g} kbit/s (efficiency "
+                                     "is user octets over the link's octets per second)")  # fmt: skip
         linked = {(lk.node1, lk.node2) for lk in t.links} | {(lk.node2, lk.node1) for lk in t.links}
         hubs = {sw.name for sw in t.switches if sw.mode == "hub"}
         for i, imp in enumerate(self.impairments):

@@ -25,27 +25,31 @@ class PhaseSysctls:
 
     def apply(self, tasks: list[tuple[Any, Any]]) -> None:
         """Every (task, runner) with sysctls: set them on the task's hosts and keep what was read back in the
-        runner's `sysctls_set`. A key the kernel does not have (e.g. net.sctp.* without the sctp module) skips
-        that task, saying so in `runner.skipped`, as a transport the kernel lacks does. On any other failure
-        what was set is put back and WorkloadError says which one."""
-        try:
-            for task, runner in tasks:
-                if not task.sysctls:
-                    continue
-                if missing := self._missing(task):
-                    runner.skipped = missing
-                    continue
+        runner's `sysctls_set`. A key the kernel does not have (e.g. net.sctp.* without the sctp module), or a
+        value it refuses (e.g. a congestion control a namespace may not choose: EPERM), skips that task, saying
+        so in `runner.skipped`, as a transport the kernel lacks does: the task's own writes are put back and
+        the sweep goes on."""
+        for task, runner in tasks:
+            if not task.sysctls:
+                continue
+            if missing := self._missing(task):
+                runner.skipped = missing
+                continue
+            mark = len(self._undo)
+            try:
                 for node in dict.fromkeys(task.nodes()):
                     for key, value in task.sysctls.items():
                         was = self._sh(node, f"sysctl -n {key}")
                         self._sh(node, f"sysctl -qw {key}='{value}'")
                         self._undo.append((node, key, was))
                     runner.sysctls_set[node] = {k: self._sh(node, f"sysctl -n {k}") for k in task.sysctls}
-        except WorkloadError as exc:
-            failures = self.restore()
-            raise WorkloadError(
-                f"{exc}" + (f" (and putting back: {'; '.join(failures)})" if failures else "")
-            ) from None
+            except WorkloadError as exc:
+                mine, self._undo = self._undo[mark:], self._undo[:mark]
+                failures = self._put_back(mine)
+                runner.sysctls_set = {}
+                runner.skipped = f"{exc} (the kernel refuses it here)" + (
+                    f" (and putting back: {'; '.join(failures)})" if failures else ""
+                )
 
     def _missing(self, task: Any) -> str | None:
         """Why the task cannot run here when one of its sysctls does not exist on one of its hosts."""
@@ -58,11 +62,15 @@ class PhaseSysctls:
 
     def restore(self) -> list[str]:
         """Put every sysctl back, last set first; the failures (the run goes on and reports them)."""
+        failures = self._put_back(self._undo)
+        self._undo = []
+        return failures
+
+    def _put_back(self, undo: list[tuple[str, str, str]]) -> list[str]:
         failures = []
-        for node, key, was in reversed(self._undo):
+        for node, key, was in reversed(undo):
             try:
                 self._sh(node, f"sysctl -qw {key}='{was}'")
             except (WorkloadError, KeyError) as exc:
                 failures.append(str(exc))
-        self._undo = []
         return failures

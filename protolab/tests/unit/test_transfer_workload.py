@@ -199,3 +199,22 @@ def test_ss_samples_keep_the_bulk_socket_of_two():
             "mss:65483 bytes_sent:66 bytes_acked:66 retrans:0/0\n"  # fmt: skip
     two = "".join(line + "\n" + small if line.startswith("T ") else line + "\n" for line in text.splitlines())
     assert [s for _, s in parse_samples(two)] == [s for _, s in parse_samples(text)]
+
+
+def test_a_link_rate_other_than_the_satellite_links_is_refused(tmp_path):
+    """Efficiency is over the link's speed: a transfer's link_rate must be the satellite link's rate."""
+    from protolab import spec
+    from protolab.errors import SpecError
+
+    body = (
+        "name: x\ndescription: x\nseed: {reproduces: none}\n"
+        "topology: {kind: satellite, params: {hosts: 1, sat_rate: SAT}}\n"
+        "phases: [{name: p, tasks: [{kind: transfer, name: xfer, sender: h1, receiver: h2, stack: tp4, tsdus: 1,"
+        " link_rate: 64kbit, duration: 60s}]}]\n"
+    )
+    f = tmp_path / "x.yaml"
+    f.write_text(body.replace("SAT", "64kbit"))
+    assert spec.load(f).points
+    f.write_text(body.replace("SAT", "128kbit"))
+    with pytest.raises(SpecError, match="link_rate 64 kbit/s, but the topology's satellite link runs at 128 kbit/s"):
+        spec.load(f)
