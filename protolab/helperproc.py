@@ -7,13 +7,33 @@ from __future__ import annotations
 
 import collections
 import collections.abc
+import http.client
 import logging
 import queue
+import socket
 import subprocess
 import threading
 from pathlib import Path
 
 log = logging.getLogger(__name__)
+
+
+class UnixHTTPConnection(http.client.HTTPConnection):
+    """HTTP over a unix socket: a helper process's control socket."""
+
+    def __init__(self, path: Path, timeout: float) -> None:
+        super().__init__("localhost", timeout=timeout)
+        self.socket_path = path
+
+    def connect(self) -> None:
+        sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        sock.settimeout(self.timeout)
+        try:
+            sock.connect(str(self.socket_path))
+        except OSError:
+            sock.close()
+            raise
+        self.sock = sock
 
 
 class HelperProcess:
@@ -61,6 +81,20 @@ class HelperProcess:
                 t.join(timeout=1)
         lines = [f"{p}: {line}" for p, tail in self.tails.items() for line in tail]
         return "; its last output:\n  " + "\n  ".join(lines) if lines else ""
+
+    def _request(self, method: str, path: str, body: str | None = None) -> tuple[int, str]:
+        """One HTTP request on the control socket: (status, body); RuntimeError with the process's last output
+        when the socket does not answer."""
+        conn = UnixHTTPConnection(self.control, timeout=5)
+        headers = {"Content-Type": "application/json"} if body is not None else {}
+        try:
+            conn.request(method, path, body=body, headers=headers)
+            resp = conn.getresponse()
+            return resp.status, resp.read().decode(errors="replace")
+        except OSError as exc:
+            raise RuntimeError(f"{self.label}: {self.control}: {exc}{self.output()}") from exc
+        finally:
+            conn.close()
 
     def _end(self) -> None:
         """Terminate the process (kill after 5 s) and remove its control socket (it removes it itself unless

@@ -15,12 +15,10 @@ data: protolab.model.impairment. Backends:
 
 from __future__ import annotations
 
-import http.client
 import itertools
 import json
 import logging
 import os
-import socket
 import zlib
 from dataclasses import dataclass
 from pathlib import Path
@@ -182,24 +180,6 @@ LINKEM_TAIL_LINES = 50  # last lines of its stderr and of its stdout kept for er
 log = logging.getLogger(__name__)
 
 
-class _UnixHTTPConnection(http.client.HTTPConnection):
-    """HTTP over a unix socket: linkem's control socket."""
-
-    def __init__(self, path: Path, timeout: float) -> None:
-        super().__init__("linkem", timeout=timeout)
-        self.socket_path = path
-
-    def connect(self) -> None:
-        sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-        sock.settimeout(self.timeout)
-        try:
-            sock.connect(str(self.socket_path))
-        except OSError:
-            sock.close()
-            raise
-        self.sock = sock
-
-
 def linkem_control_dir() -> Path:
     """The 0700 directory of linkem's control sockets, under the state directory."""
     d = monitor.state_dir() / "linkem"
@@ -267,15 +247,7 @@ class Linkem(HelperProcess):
     def put(self, imp: Impairment) -> None:
         body: dict[str, str | int] = dict(self.config(imp))
         body["limit"] = int(body["limit"])  # the one integer field of the emulator's JSON
-        conn = _UnixHTTPConnection(self.control, timeout=5)
-        try:
-            conn.request("PUT", "/config", body=json.dumps(body), headers={"Content-Type": "application/json"})
-            resp = conn.getresponse()
-            status, text = resp.status, resp.read().decode(errors="replace")
-        except OSError as exc:
-            raise RuntimeError(f"protolab-linkem {self.name}: {self.control}: {exc}{self.output()}") from exc
-        finally:
-            conn.close()
+        status, text = self._request("PUT", "/config", json.dumps(body))
         if status != 200:
             raise RuntimeError(f"protolab-linkem {self.name}: /config refused ({status}): {text[:300]}")
 

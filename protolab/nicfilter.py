@@ -20,7 +20,6 @@ from typing import Any
 
 from . import monitor, naming
 from .helperproc import HelperProcess
-from .impair import _UnixHTTPConnection
 
 NICFILTER = Path(__file__).resolve().parent.parent / "images" / "node" / "bin" / "protolab-nicfilter"
 MODES = ("perfect", "hash64", "promiscuous")
@@ -91,15 +90,7 @@ class NicFilter(HelperProcess):
         """Per bridge port: mode, mac, joined, mask and counters {verdict: {packets, bytes}} (GET /stats)."""
         if self.proc.poll() is not None:
             raise RuntimeError(f"protolab-nicfilter {self.name} exited ({self.proc.returncode}){self.output()}")
-        conn = _UnixHTTPConnection(self.control, timeout=5)
-        try:
-            conn.request("GET", "/stats")
-            resp = conn.getresponse()
-            status, text = resp.status, resp.read().decode(errors="replace")
-        except OSError as exc:
-            raise RuntimeError(f"protolab-nicfilter {self.name}: {self.control}: {exc}{self.output()}") from exc
-        finally:
-            conn.close()
+        status, text = self._request("GET", "/stats")
         if status != 200:
             raise RuntimeError(f"protolab-nicfilter {self.name}: /stats answered {status}: {text[:300]}")
         return {h["port"]: h for h in json.loads(text)["hosts"]}
