@@ -1,12 +1,21 @@
 """Kernel receive work charged to the receiving node (issue 21, item 1), proved by a controlled experiment on a
 real lab: h1 sends UDP to h2 at a fixed packet rate; h2's cgroup CPU must rise with the rate, and h1's must be what
-h1 spends sending -- the same as when it sends the same packets into a blackhole (a MAC no node has: the bridge
-floods them and every receiver's kernel drops them at once). Each figure is the median of interleaved repetitions;
-the machine has two cores and other work, so the bounds are ratios, not times."""
+h1 spends sending -- about what it spends sending the same packets into a blackhole (a MAC no node has: the bridge
+floods them and every receiver's kernel drops them at once, before IP).
+
+A plain UDP receive stack costs a few microseconds a packet, the same order as the scheduling noise of a
+two-core machine (CI once saw the sender's CPU 21 % above its blackhole figure with receive work attributed
+correctly). So h2's IP input is made costly on purpose: NFT_RULES non-matching rules in an nftables input chain in
+h2's namespace, about 13 us a packet per 1,000 rules measured here. That work runs in the softirq that receives the
+frame: in the receiver's NAPI thread under `receive_cpu: node`, in the sender's context under `in_context`
+(measured with 3,000 rules, 24,000 packets a phase: h1's excess over the blackhole phase was +0.97 s in context and
++0.02 s with `node`, where h2's was +0.91 s).
+Each figure is the median of interleaved repetitions; the bounds are ratios, not times."""
 
 from __future__ import annotations
 
 import statistics
+import subprocess
 import time
 
 import pytest
@@ -21,6 +30,17 @@ RATE = 6000  # packets/s: well under what one core sends, far above the receiver
 SECONDS = 4
 REPS = 3
 BLACKHOLE = ("10.0.1.99", "02:00:00:00:00:99")
+NFT_RULES = 3000
+
+
+def _costly_input(lab: Lab, node: str) -> None:
+    """NFT_RULES rules in `node`'s IP input that match nothing (TEST-NET-1 sources): pure receive-stack work."""
+    rules = "\n".join(f"    ip saddr 192.0.2.{i % 250 + 1} udp dport {1000 + i} drop" for i in range(NFT_RULES))
+    hook = "type filter hook input priority 0; policy accept;"
+    ruleset = f"table ip rxload {{\n  chain input {{\n    {hook}\n{rules}\n  }}\n}}\n"
+    p = subprocess.run(["nsenter", "-t", str(lab.nodes[node].pid), "-n", "nft", "-f", "-"], input=ruleset,
+                       capture_output=True, text=True, timeout=60)  # fmt: skip
+    assert p.returncode == 0, p.stderr
 
 
 def _lab(mode: str) -> Lab:
@@ -66,6 +86,7 @@ def _measure(lab: Lab) -> dict[str, tuple[float, float]]:
     )
     code, out, err = lab.exec("h1", ["ip", "neigh", "replace", BLACKHOLE[0], "lladdr", BLACKHOLE[1], "dev", "h1-eth0"])
     assert code == 0, out + err
+    _costly_input(lab, "h2")  # the namespace, and these rules, end with the lab
     time.sleep(1)
     runs: dict[str, list[tuple[float, float]]] = {"idle": [], "quarter": [], "full": [], "blackhole": []}
     for _ in range(REPS):
@@ -86,7 +107,10 @@ def test_receive_work_is_charged_to_the_receiver(no_leftovers):
                    for c in (lab.nodes["h2"].container.id,)), rxcpu.cpu_cgroups(pid)  # fmt: skip
         fig = _measure(lab)
         threads = dict(m["napi_threads"])
-    print(f"\nreceive_cpu=node, {RATE} packets/s of 100 B, median of {REPS} x {SECONDS} s (h1, h2 CPU s): {fig}")
+    print(
+        f"\nreceive_cpu=node, {NFT_RULES} nft rules in h2, {RATE} packets/s of 100 B,"
+        f" median of {REPS} x {SECONDS} s (h1, h2 CPU s): {fig}"
+    )
     (_, idle_b), (_, quarter_b), (full_a, full_b), (hole_a, hole_b) = (
         fig["idle"],
         fig["quarter"],
@@ -96,10 +120,11 @@ def test_receive_work_is_charged_to_the_receiver(no_leftovers):
     # the receiver pays for what it receives, more for more
     assert full_b > quarter_b > idle_b, fig
     assert full_b - idle_b > 0.01 * SECONDS, fig  # at least 1 % of a core for 6,000 packets/s
-    # the sender pays for sending, not for its receiver: the same as into a blackhole (within 15 %)
-    assert 0.85 <= full_a / hole_a <= 1.15, fig
-    # and the receiver's stack is not the sender's: h2's extra over the blackhole phase is its own
-    assert full_b - hole_b > 0.5 * (full_b - idle_b), fig
+    # the receiver's stack is its own: h2 pays for the rules (~40 us x 24,000 packets a phase)
+    assert full_b - hole_b > 0.5, fig
+    # and the sender pays for sending, not for its receiver: what h1 spends beyond sending into a blackhole is
+    # a small part of what h2's stack cost (in context h1 pays the rules: +0.97 s to h2's +0.55 s, see above)
+    assert full_a - hole_a < 0.4 * (full_b - hole_b), fig
     # teardown moved the kthreads back (they end with their interfaces): none is left in a container's cgroup
     for pids in threads.values():
         for p in pids:
