@@ -28,7 +28,17 @@ from .errors import SpecError as SpecError  # raised here; callers may import it
 from .model.base import COLUMN_RE, NAME_RE, Strict
 from .model.faults import MAX_FAULT_EVENTS_PER_PHASE, Fault, no_path_spans
 from .model.impairment import LinkImpairment
-from .model.report import EXPERIMENTS_DIR, Check, Derived, Knee, Plot, Table, resolve_reference
+from .model.report import (
+    EXPERIMENTS_DIR,
+    Check,
+    Derived,
+    Knee,
+    Paragraph,
+    Plot,
+    Table,
+    discussion_problems,
+    resolve_reference,
+)
 from .model.topology import TopologyDef
 from .units import Seconds, format_duration
 from .workloads import TASK_MODELS
@@ -291,6 +301,11 @@ class Experiment(Strict):
     derived: Derived = Field(
         default_factory=Derived, description="results that combine sweep points: sums, ratios and fits (see Derived)"
     )
+    discussion: list[Paragraph] = Field(
+        default_factory=list,
+        description="paragraphs for the report (e.g. what differs from the seed, and why) whose {{...}} figures "
+        "are filled in from the run's own tables, seed tables and derived results (see Paragraph)",
+    )
     profiles: dict[str, dict[str, Any]] = Field(
         default_factory=dict, description="name -> partial spec merged over this one (quick, full, ...)"
     )
@@ -375,6 +390,13 @@ class Experiment(Strict):
         problems = self.derived.problems(self.sweep, self.checks, self.plots)
         if problems:
             raise ValueError("derived: " + "; ".join(problems))
+        return self
+
+    @model_validator(mode="after")
+    def _discussion_refs(self) -> Experiment:
+        """The discussion's figures name tables, columns, rows, fits and ratios this spec has."""
+        if problems := discussion_problems(self.discussion, self.tables, self.derived, self.sweep):
+            raise ValueError("; ".join(problems))
         return self
 
     def initial_repetitions(self) -> int:

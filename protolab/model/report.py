@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from pathlib import Path, PurePosixPath
 from typing import Any, Literal, Protocol
 
@@ -415,3 +415,149 @@ class SweepPoint(Protocol):
 
     @property
     def experiment(self) -> CheckedExperiment: ...
+
+
+# -- discussion: paragraphs whose numbers come from the run ----------------------------------------------------
+
+FIGURE_KINDS = ("table", "seed", "fit", "ratio")
+FIT_FIELDS = ("c0", "c1", "c2", "c0_se", "c1_se", "c2_se", "r2", "n")
+_PLACEHOLDER = re.compile(r"\{\{(.*?)\}\}", re.S)
+_REF = re.compile(r"\s*(table|seed|fit|ratio):([a-z][a-z0-9_-]*)(?:\.([a-z][a-z0-9_]*))?\s*(?:\[([^\]]*)\])?\s*")
+_SCALE = re.compile(r"\*\s*([0-9.]+(?:[eE][+-]?[0-9]+)?)\s*")
+
+
+class FigureRef(Strict):
+    """One number of a run: `table:NAME.COLUMN[axis=value, ...]` (the table's mean in the row those values
+    of its row axes name), `seed:NAME.COLUMN[...]` (the seed's number in that row of the table's reference),
+    `fit:NAME.FIELD` (a derived fit's c0, c1, c2, their _se, r2 or n; `[group_axis=value]` for a grouped fit)
+    or `ratio:NAME[axis=value, ...]` (the one row of a derived ratio those values of its other axes name)."""
+
+    kind: Literal["table", "seed", "fit", "ratio"]
+    name: str
+    field: str | None = None
+    where: dict[str, str] = Field(default_factory=dict)
+
+    def text(self) -> str:
+        where = f"[{', '.join(f'{a}={v}' for a, v in self.where.items())}]" if self.where else ""
+        return f"{self.kind}:{self.name}{'.' + self.field if self.field else ''}{where}"
+
+
+class Figure(Strict):
+    """A placeholder `{{ REF [/ REF] [* SCALE] [: FORMAT] }}`: one figure (FigureRef), or the quotient of two
+    (ours over the seed's, say), times SCALE (e.g. 1e6 for microseconds), formatted with a Python format spec
+    (default .3g; .0% for a percentage)."""
+
+    source: str
+    top: FigureRef
+    bottom: FigureRef | None = None
+    scale: float = 1.0
+    format: str = ".3g"
+
+    def refs(self) -> list[FigureRef]:
+        return [self.top, *([self.bottom] if self.bottom else [])]
+
+
+def _parse_ref(text: str, pos: int, source: str) -> tuple[FigureRef, int]:
+    m = _REF.match(text, pos)
+    if not m:
+        raise ValueError(f"{{{{{source}}}}}: expected table:, seed:, fit: or ratio: at {text[pos:]!r}")
+    where: dict[str, str] = {}
+    for item in filter(None, (s.strip() for s in (m.group(4) or "").split(","))):
+        axis, eq, value = item.partition("=")
+        if not eq or not re.match(COLUMN_RE, axis.strip()) or not value.strip():
+            raise ValueError(f"{{{{{source}}}}}: {item!r} is not axis=value")
+        where[axis.strip()] = value.strip()
+    return FigureRef(kind=m.group(1), name=m.group(2), field=m.group(3), where=where), m.end()  # type: ignore[arg-type]
+
+
+def parse_figure(source: str) -> Figure:
+    """A placeholder's inside (between the braces) as a Figure; ValueError says what is wrong. Whitespace is
+    ignored (a folded YAML line may break a placeholder anywhere)."""
+    source = "".join(source.split())
+    top, pos = _parse_ref(source, 0, source)
+    bottom = None
+    if source.startswith("/", pos):
+        bottom, pos = _parse_ref(source, pos + 1, source)
+    scale = 1.0
+    if m := _SCALE.match(source, pos):
+        scale, pos = float(m.group(1)), m.end()
+    fmt = ".3g"
+    if source.startswith(":", pos):
+        fmt, pos = source[pos + 1 :].strip(), len(source)
+        try:
+            format(1.5, fmt)
+        except ValueError:
+            raise ValueError(f"{{{{{source}}}}}: {fmt!r} is not a number format (e.g. .2f, .0%, .3g)") from None
+    if source[pos:].strip():
+        raise ValueError(f"{{{{{source}}}}}: cannot read {source[pos:].strip()!r} (REF [/ REF] [* SCALE] [: FORMAT])")
+    for r in (top, bottom):
+        if r is None:
+            continue
+        if r.kind in ("table", "seed") and r.field is None:
+            raise ValueError(f"{{{{{source}}}}}: {r.kind}:{r.name} needs .COLUMN")
+        if r.kind == "fit" and r.field not in FIT_FIELDS:
+            raise ValueError(f"{{{{{source}}}}}: fit {r.name} needs .FIELD, one of {', '.join(FIT_FIELDS)}")
+        if r.kind == "ratio" and r.field is not None:
+            raise ValueError(f"{{{{{source}}}}}: a ratio is one number per row; no .{r.field}")
+    return Figure(source=source, top=top, bottom=bottom, scale=scale, format=fmt)
+
+
+class Paragraph(Strict):
+    """Prose for the report written around the run's own numbers: each `{{ ... }}` in `text` is a Figure,
+    filled in from this run's tables, seed tables and derived results when the report is rendered (n/a, and
+    a note, where the run has no such number), so the paragraph says what this run measured."""
+
+    title: str = Field(..., description="e.g. 'What differs from the thesis, and why'")
+    text: str = Field(..., description="prose with {{table:T.COLUMN[axis=v]}}, {{seed:...}}, {{fit:F.c1}}, "
+                      "{{ratio:R[axis=v]}} figures, optionally A / B, * SCALE and : FORMAT")  # fmt: skip
+
+    def figures(self) -> list[Figure]:
+        return [parse_figure(m.group(1)) for m in _PLACEHOLDER.finditer(self.text)]
+
+    @model_validator(mode="after")
+    def _parses(self) -> Paragraph:
+        self.figures()
+        return self
+
+    def fill(self, value: Callable[[Figure], str]) -> str:
+        """The text with each placeholder replaced by value(its Figure)."""
+        return _PLACEHOLDER.sub(lambda m: value(parse_figure(m.group(1))), self.text)
+
+
+def discussion_problems(paragraphs: Sequence[Paragraph], tables: Sequence[Table], derived: Derived,
+                        sweep: Mapping[str, Sequence[Any]]) -> list[str]:  # fmt: skip
+    """What the paragraphs' figures name that the spec does not have; [] when all is well."""
+    out: list[str] = []
+    by_name = {t.name: t for t in tables}
+    for p in paragraphs:
+        for fig in p.figures():
+            for r in fig.refs():
+                what = f"discussion {p.title!r}: {{{{{fig.source}}}}}"
+                if r.kind in ("table", "seed"):
+                    t = by_name.get(r.name)
+                    if t is None:
+                        out.append(f"{what}: no table {r.name!r} (tables: {sorted(by_name)})")
+                        continue
+                    if r.field not in t.columns:
+                        out.append(f"{what}: {r.field!r} is not a column of table {t.name} ({t.columns})")
+                    if sorted(r.where) != sorted(t.rows):
+                        out.append(f"{what}: name the row by the table's rows {t.rows}, not {sorted(r.where)}")
+                    if r.kind == "seed" and t.reference is None:
+                        out.append(f"{what}: table {t.name} has no seed reference")
+                elif r.kind == "fit":
+                    if derived.kind(r.name) != "fit":
+                        out.append(f"{what}: {r.name!r} is not a derived fit")
+                        continue
+                    f = derived.fit(r.name)
+                    want = [f.group] if f.group else []
+                    if list(r.where) != want:
+                        out.append(f"{what}: fit {f.name} " + (f"has a line per {f.group}: give [{f.group}=VALUE]"
+                                   if f.group else "has one line: no [...]"))  # fmt: skip
+                else:
+                    if derived.kind(r.name) != "ratio":
+                        out.append(f"{what}: {r.name!r} is not a derived ratio")
+                        continue
+                    axis = derived.ratio(r.name).axis
+                    if bad := [a for a in r.where if a == axis or a not in sweep]:
+                        out.append(f"{what}: {bad} are not the ratio's other sweep axes")
+    return out

@@ -10,6 +10,7 @@ sweep.py reads it from the manifest and the tidy rows.
 - tables/<name>.md: the same for people: Mbit/s, %, ms, `mean ± sd` when n > 1.
 - plots/<name>.png: bar or line charts (matplotlib, Agg), one panel per y column; scatter plots.
 - derived.json, tables/derived-<name>.csv and .md: the spec's `derived:` sums, ratios and fits (derived.py).
+- discussion.md: the spec's `discussion:` paragraphs, their figures filled in from this run (discussion.py).
 - report.html: one self-contained file (CSS inline, plots as data URIs, no external references).
 
 When a table's `rows` (or a plot's `x`/`group`) combine fewer axes than the sweep has, the values of
@@ -24,9 +25,10 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from ..model.report import Derived, Knee, Plot, Table
+from ..model.report import Derived, Knee, Paragraph, Plot, Table
 from .compare import COMPARE_DIR
 from .derived import DERIVED, DerivedData, DerivedTable
+from .discussion import DISCUSSION_MD, Filled, fill, markdown
 from .plots import plot_png, scatter_png
 from .rawplots import raw_plot_png
 from .report_html import report_html
@@ -70,7 +72,9 @@ def _write_tables(run_dir: Path, files: dict[str, str]) -> list[Path]:
     return out
 
 
-def _parse_items(model: type[Table] | type[Plot] | type[Knee], items: Any, what: str, problems: list[str]) -> list[Any]:
+def _parse_items(
+    model: type[Table] | type[Plot] | type[Knee] | type[Paragraph], items: Any, what: str, problems: list[str]
+) -> list[Any]:
     out = []
     for i, item in enumerate(items or []):
         try:
@@ -164,6 +168,13 @@ def render_all(run_dir: Path) -> list[Path]:
         path.write_bytes(png)
         written.append(path)
 
+    discussion: list[Filled] = fill(_parse_items(Paragraph, spec.get("discussion"), "discussion", problems), tables,
+                                    derived if spec.get("derived") else None)  # fmt: skip
+    if discussion:
+        path = run_dir / DISCUSSION_MD
+        path.write_text(markdown(manifest.get("experiment", ""), manifest.get("run_id", ""), discussion), "utf-8")
+        written.append(path)
+
     for msg in problems:
         log.warning("%s: %s", run_dir, msg)
     comparison = None
@@ -173,7 +184,7 @@ def render_all(run_dir: Path) -> list[Path]:
         except ResultsError as exc:
             problems.append(f"comparison with the reference: {exc}")
     labs = [(p.stem, p.read_bytes()) for p in sorted((run_dir / "labs").glob("*.svg"))]
-    html = report_html(manifest, summary, tables, plots, sweep, problems, comparison, labs, derived_tables)
+    html = report_html(manifest, summary, tables, plots, sweep, problems, comparison, labs, derived_tables, discussion)
     path = run_dir / "report.html"
     path.write_text(html, encoding="utf-8")
     written.append(path)

@@ -17,6 +17,7 @@ from ..model.report import Plot
 from ..stats import clean
 from . import compare
 from .derived import DerivedTable
+from .discussion import Filled, paragraphs
 from .display import Display, axis_str
 from .sweep import Sweep
 from .tables import TableData
@@ -220,10 +221,11 @@ def report_html(
     comparison: Mapping[str, Any] | None = None,
     labs: Sequence[tuple[str, bytes]] = (),
     derived: Sequence[DerivedTable] = (),
+    discussion: Sequence[Filled] = (),
 ) -> str:
     """`comparison`: the run's compare/compare.json (its comparison with the committed reference), if any;
     `labs`: each deployed lab's drawing (name, SVG), as the run wrote it into labs/; `derived`: the spec's
-    derived sums, ratios and fits."""
+    derived sums, ratios and fits; `discussion`: the spec's paragraphs, filled in from this run."""
     env = Environment(
         loader=FileSystemLoader(str(TEMPLATES)),
         autoescape=True,
@@ -305,6 +307,7 @@ def report_html(
         "spec_yaml": _yaml(spec),
         "problems": list(problems),
         "comparison": _comparison(comparison),
+        "discussion": [{"title": f.title, "paragraphs": paragraphs(f.text), "missing": f.missing} for f in discussion],
         "labs": [{"name": n, "src": "data:image/svg+xml;base64," + base64.b64encode(svg).decode()} for n, svg in labs],
     }
     return env.get_template(REPORT_TEMPLATE).render(**ctx)
