@@ -68,7 +68,7 @@ FUZZ_GOTOOLCHAIN ?= go1.27.3
 # each. Targets are matched by name: agents/tp4's FuzzDecode gets it too,
 # so 6 x 30 s, 120 s more than FUZZTIME would give them.
 FUZZTIME_SYNTAX ?= 30s
-FUZZ_SYNTAX_TARGETS := FuzzDecode FuzzDecodeBER FuzzDecodeDER FuzzDecodeUPER FuzzDecodeSkinny
+FUZZ_SYNTAX_TARGETS := FuzzDecode FuzzDecodeBER FuzzDecodeDER FuzzDecodeUPER FuzzDecodePER FuzzDecodeSkinny
 fuzz: venv ## every Go fuzz target (func FuzzX in agents/) for FUZZTIME (10s) each, the transfer-syntax decoders for FUZZTIME_SYNTAX (30s), on Go $(FUZZ_GOTOOLCHAIN), then the SPIMS parser (Hypothesis) for 30s
 	@cd agents && for f in $$(grep -rl --include='*_test.go' '^func Fuzz' . | sort); do \
 	  for t in $$(sed -n 's/^func \(Fuzz[A-Za-z0-9_]*\)(.*/\1/p' "$$f"); do \

@@ -1,10 +1,11 @@
 module protolab/agents
 
-go 1.25.0
+go 1.25.5
 
 require (
 	github.com/cilium/ebpf v0.22.0
 	github.com/florianl/go-nfqueue/v2 v2.0.3
+	github.com/free5gc/aper v1.1.0
 	github.com/mdlayher/netlink v1.7.2
 	github.com/mdlayher/socket v0.5.1
 	github.com/prometheus/client_golang v1.20.5
@@ -12,6 +13,7 @@ require (
 	github.com/prometheus/common v0.55.0
 	github.com/prometheus/procfs v0.15.1
 	github.com/quic-go/quic-go v0.49.1
+	github.com/sirupsen/logrus v1.9.4
 	golang.org/x/net v0.48.0
 	golang.org/x/sys v0.43.0
 )
@@ -27,6 +29,7 @@ require (
 	github.com/kylelemons/godebug v1.1.0 // indirect
 	github.com/munnerz/goautoneg v0.0.0-20191010083416-a7dc8b61c822 // indirect
 	github.com/onsi/ginkgo/v2 v2.9.5 // indirect
+	github.com/tim-ywliu/nested-logrus-formatter v1.3.2 // indirect
 	go.uber.org/mock v0.5.0 // indirect
 	golang.org/x/crypto v0.46.0 // indirect
 	golang.org/x/exp v0.0.0-20240506185415-9bf2ced13842 // indirect

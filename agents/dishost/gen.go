@@ -9,6 +9,7 @@ import (
 	"protolab/agents/dis"
 	"protolab/agents/internal/measure"
 	"protolab/agents/syntax"
+	_ "protolab/agents/syntax/aper"  // registers per (aligned PER)
 	_ "protolab/agents/syntax/asn1c" // registers ber, der, uper (cgo builds)
 )
 

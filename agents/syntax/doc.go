@@ -6,7 +6,8 @@
 //	ber     ASN.1 BER    } asn1c 0.9.28 codecs compiled from asn1/DIS.asn,
 //	der     ASN.1 DER    } through cgo (package asn1c, which registers them;
 //	uper    unaligned PER} unavailable, saying why, without cgo)
-//	per     aligned PER: registered as unavailable (asn1c 0.9.28 has none)
+//	per     aligned PER: free5gc/aper (package aper, pure Go) over struct
+//	        tags mirroring the module; REAL contents by real.go
 //	skinny  the paper's skinny envelope (skinny.go): BER whose invariant
 //	        16 octets per exercise and type are pre-encoded and matched
 //	        byte-wise; the general BER parse only on a mismatch
@@ -28,11 +29,12 @@
 //
 // Sizes in bytes of syntax.Samples() (two articulation parameters or supply
 // quantities where the type has records; make bench prints them as
-// bytes/pdu; aligned PER from asn1tools):
+// bytes/pdu; asn1tools' aligned PER is 2 and 1 octets longer for Entity
+// State and Fire, a zero octet before REAL mantissas whose top bit is set):
 //
-//	type               raw  ber/der  uper  skinny  per (asn1tools)
-//	Entity State       176    278     165    278     162
-//	Fire                96    165      92    165      89
+//	type               raw  ber/der  uper  skinny  per
+//	Entity State       176    278     165    278     160
+//	Fire                96    165      92    165      88
 //	Detonation         136    223     123    224     120
 //	Collision           60     99      56    103      57
 //	Service Request     52    114      47    118      48

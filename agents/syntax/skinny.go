@@ -3,7 +3,6 @@ package syntax
 import (
 	"bytes"
 	"errors"
-	"math"
 	mbits "math/bits"
 
 	"protolab/agents/dis"
@@ -215,49 +214,6 @@ func (w *berWriter) Octets(b []byte) {
 }
 
 func (w *berWriter) Records(n int) int { w.list = true; return n }
-
-// appendReal appends the length and contents of a REAL (X.690 8.5) in
-// DER's form (11.3.1): base 2, F = 0, odd mantissa, minimal exponent.
-func appendReal(b []byte, f float64) []byte {
-	switch {
-	case f == 0 && !math.Signbit(f):
-		return append(b, 0)
-	case f == 0:
-		return append(b, 1, 0x43)
-	case math.IsInf(f, 1):
-		return append(b, 1, 0x40)
-	case math.IsInf(f, -1):
-		return append(b, 1, 0x41)
-	case math.IsNaN(f):
-		return append(b, 1, 0x42)
-	}
-	bits := math.Float64bits(f)
-	first := byte(0x80)
-	if bits>>63 != 0 {
-		first |= 0x40
-	}
-	e := int(bits >> 52 & 0x7ff)
-	m := bits & (1<<52 - 1)
-	if e == 0 {
-		e = 1
-	} else {
-		m |= 1 << 52
-	}
-	e -= 1075
-	tz := mbits.TrailingZeros64(m)
-	m >>= tz
-	e += tz
-	mn := (mbits.Len64(m) + 7) / 8
-	if e >= -128 && e <= 127 {
-		b = append(b, byte(2+mn), first, byte(int8(e)))
-	} else {
-		b = append(b, byte(3+mn), first|1, byte(uint16(int16(e))>>8), byte(int16(e)))
-	}
-	for i := mn - 1; i >= 0; i-- {
-		b = append(b, byte(m>>(8*i)))
-	}
-	return b
-}
 
 // DefiniteBER is skinny's writer with every length definite: DER, for tests
 // that compare it with other DER encoders.

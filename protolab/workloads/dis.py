@@ -102,10 +102,11 @@ class DisTask(TaskModel):
         "like the thesis's one-CPU hosts",
     )
 
-    syntax: Literal["raw", "ber", "der", "uper", "skinny"] = Field(
+    syntax: Literal["raw", "ber", "der", "uper", "per", "skinny"] = Field(
         "raw",
         description="transfer syntax of the PDUs at both ends (agents/syntax): raw (DIS's own bytes), ASN.1 BER, "
-        "DER or unaligned PER (asn1c), or skinny (pre-encoded invariant octets, BER fallback)",
+        "DER or unaligned PER (asn1c), aligned PER (free5gc/aper), or skinny (pre-encoded invariant octets, BER "
+        "fallback)",
     )
 
     @model_validator(mode="after")

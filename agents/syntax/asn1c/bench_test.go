@@ -10,6 +10,7 @@ import (
 
 	"protolab/agents/dis"
 	"protolab/agents/syntax"
+	_ "protolab/agents/syntax/aper" // registers per, benchmarked beside asn1c's
 )
 
 // Benchmarks of every transfer syntax on every sample PDU (make bench):
@@ -17,7 +18,7 @@ import (
 // on raw encode Table 2's composition (I integers, R reals, S octet strings).
 // BenchmarkBars states the two bars as ratios.
 
-var benchSyntaxes = []string{"raw", "ber", "der", "uper", "skinny"}
+var benchSyntaxes = []string{"raw", "ber", "der", "uper", "per", "skinny"}
 
 func kebab(t dis.PDUType) string { return strings.ReplaceAll(strings.ToLower(t.String()), " ", "-") }
 

@@ -22,7 +22,6 @@ func init() {
 	syntax.Register("ber", "ASN.1 BER (asn1c; encodes DER, decodes any BER incl. indefinite lengths)", newCodec("ber", C.DIS_BER))
 	syntax.Register("der", "ASN.1 DER (asn1c; rejects non-DER input)", newCodec("der", C.DIS_DER))
 	syntax.Register("uper", "ASN.1 unaligned PER (asn1c)", newCodec("uper", C.DIS_UPER))
-	syntax.RegisterUnavailable("per", "ASN.1 aligned PER", "asn1c 0.9.28 has only unaligned PER (use uper)")
 }
 
 // Stream capacity: an Entity State PDU with 255 articulation parameters is

@@ -41,9 +41,9 @@
 //	      when an indefinite length is present, else not-der).
 //	uper  unaligned PER (X.691 UNALIGNED variant).
 //
-// Aligned PER is missing: asn1c 0.9.28 has only the unaligned variant
+// Aligned PER is not here: asn1c 0.9.28 has only the unaligned variant
 // (aper_* arrived in asn1c's later development line, not in a Debian
-// release); asn1tools reports aligned PER sizes in the cross-check.
+// release). Package ../aper registers "per" with free5gc/aper instead.
 //
 // Unknown tags: the module has no extension markers, so an outermost tag
 // that is no DISPDU alternative is a drop with reason unknown-tag and an

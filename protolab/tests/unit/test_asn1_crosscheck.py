@@ -1,13 +1,15 @@
-"""Cross-check of the DIS ASN.1 codecs: asn1c (Go, agents/syntax/asn1c) against asn1tools, both ways.
+"""Cross-check of the DIS ASN.1 codecs: asn1c (Go, agents/syntax/asn1c) and free5gc/aper (aligned PER,
+agents/syntax/aper) against asn1tools, both ways.
 
 agents/syntax/testdata/crosscheck/<type>.<syntax> holds what the Go codecs encode for syntax.Samples()
-(`go test ./syntax/asn1c -run Fixtures -update` rewrites them; a Go test keeps them current). asn1tools
+(`go test ./syntax/asn1c ./syntax/aper -run Fixtures -update` rewrites them; Go tests keep them current). asn1tools
 compiles the same module independently; each test decodes asn1c's bytes and re-encodes them here.
 
-The other way, agents/syntax/testdata/asn1tools/<type>.<der|ber|uper> holds asn1tools' encodings of those
+The other way, agents/syntax/testdata/asn1tools/<type>.<der|ber|uper|per> holds asn1tools' encodings of those
 values (run this file, `.venv/bin/python protolab/tests/unit/test_asn1_crosscheck.py`, to rewrite them;
-test_asn1tools_vectors_are_current keeps them current), and the Go test TestDecodesAsn1tools has asn1c decode
-each back to syntax.Samples(). asn1tools' BER equals its DER here (definite lengths, the same REAL form).
+test_asn1tools_vectors_are_current keeps them current), and the Go tests TestDecodesAsn1tools have asn1c (DER,
+BER, UPER) and the aper codec (PER) decode each back to syntax.Samples(). asn1tools' BER equals its DER here
+(definite lengths, the same REAL form).
 """
 
 import sys
@@ -23,7 +25,7 @@ FIXTURES = AGENTS / "testdata" / "crosscheck"
 TYPES = ["entity-state", "fire", "detonation", "collision", "service-request", "resupply-offer",
          "resupply-received", "resupply-cancel", "repair-complete", "repair-response"]  # fmt: skip
 VECTORS = AGENTS / "testdata" / "asn1tools"
-VECTOR_RULES = ("der", "ber", "uper")  # what asn1c can decode (it has no aligned PER)
+VECTOR_RULES = ("der", "ber", "uper", "per")  # what the Go codecs decode (aligned PER: the aper codec)
 # The two DER encoders disagree on some REALs, and neither is always DER. X.690 11.3.1 wants M odd, F = 0 "and M
 # and E shall each be represented in the fewest octets necessary" (N is an unsigned binary number, 8.5.7.5).
 # asn1tools 0.169.0 writes a zero octet before a mantissa whose top bit is set (it sizes N as a two's complement
@@ -109,6 +111,19 @@ def test_uper(codecs, kind):
     ours = codecs["uper"].encode("DISPDU", value)
     assert codecs["uper"].decode("DISPDU", ours) == value
     assert (ours == asn1c) == (kind not in DIVERGENT)
+
+
+@pytest.mark.parametrize("kind", TYPES)
+def test_aligned_per(codecs, kind):
+    """free5gc/aper's bytes decode to the sample's value; re-encoded by asn1tools they differ at most in REAL
+    contents (asn1tools' zero octet before a mantissa whose top bit is set), so equal in length or a few longer."""
+    ours = fixture(kind, "per")
+    value = codecs["per"].decode("DISPDU", ours)
+    assert value == choice(codecs, kind)
+    theirs = codecs["per"].encode("DISPDU", value)
+    assert codecs["per"].decode("DISPDU", theirs) == value
+    assert (ours == theirs) == (len(ours) == len(theirs)), "same length, other octets: not a REAL difference"
+    assert 0 <= len(theirs) - len(ours) <= 4, (len(theirs), len(ours))
 
 
 @pytest.mark.parametrize("kind", TYPES)
