@@ -35,6 +35,9 @@ from .session import Interrupted, Progress, Signals
 log = logging.getLogger(__name__)
 RESULTS = Path(__file__).resolve().parent.parent.parent / "results"
 SCRAPE_SETTLE_SECONDS = 1.5  # one more scrape after a phase so its last counters are in Prometheus
+# spec keys read only when the rows are evaluated and rendered: --resume carries on a run whose spec changed in
+# these alone (a new check, a table, the discussion), and the results read the current ones
+REPORT_KEYS = ("description", "discussion", "tables", "knees", "plots", "checks", "derived")
 TASK_TIMEOUT_MARGIN_SECONDS = 60.0  # a phase's tasks still running this long after its duration: hung
 
 
@@ -72,6 +75,7 @@ class ExperimentRun:
                  task_timeout_margin: float = TASK_TIMEOUT_MARGIN_SECONDS,
                  resume: Path | None = None, references: Path | None = None, live: bool = False) -> None:  # fmt: skip
         self.plan, self.keep, self.resume = plan, keep, resume
+        self.report_changed: list[str] = []  # --resume: REPORT_KEYS whose spec changed since the run began
         self.live = live  # --live: a LiveView on stderr while Prometheus is up
         self.view: LiveView | None = None
         self.references = references  # where the run's reference is looked up (None: experiments/references)
@@ -225,8 +229,11 @@ class ExperimentRun:
         if (old["experiment"], old.get("profile")) != (self.plan.base.name, self.plan.profile):
             raise LabError(f"--resume {self.resume}: a run of {old['experiment']}/{old.get('profile')}, not "
                            f"{self.plan.base.name}/{self.plan.profile}")  # fmt: skip
-        if old["spec"] != self.plan.raw:
-            raise LabError(f"--resume {self.resume}: the spec changed since that run; start a new run")
+        measured = {k for k in {*old["spec"], *self.plan.raw} if k not in REPORT_KEYS}
+        if changed := sorted(k for k in measured if old["spec"].get(k) != self.plan.raw.get(k)):
+            raise LabError(f"--resume {self.resume}: the spec changed since that run ({', '.join(changed)}); "
+                           "start a new run")  # fmt: skip
+        self.report_changed = sorted(k for k in REPORT_KEYS if old["spec"].get(k) != self.plan.raw.get(k))
 
     def _carry_on(self, images: dict[str, str]) -> None:
         """--resume: the interrupted run's rows and fault events carried on; its invalid reasons kept but the
@@ -240,9 +247,10 @@ class ExperimentRun:
             self.invalid += [r for r in before.get("invalid_reasons", []) if not r.startswith(gone)]
             self.guard |= before.get("guard") or {}
         self.manifest = self.rundir.manifest()
+        self.manifest["spec"] = self.plan.raw  # differs at most in REPORT_KEYS: the results read today's
         self.manifest.setdefault("resumed", []).append({
             "at": dt.datetime.now(dt.UTC).isoformat(), "rows_before": len(self.rows), "images": images,
-            "git_commit": environment.git_commit()})  # fmt: skip
+            "git_commit": environment.git_commit(), "report_keys_changed": self.report_changed})  # fmt: skip
 
     def _removed_leftovers(self) -> None:
         """What killed runs left (swept by their ledgers before anything is made) goes into the manifest."""
