@@ -6,6 +6,7 @@ import csv
 from pathlib import Path
 from typing import Any
 
+from ..results.checks import unmeasured
 from ..results.display import axis_str
 
 
@@ -76,14 +77,18 @@ def print_summary(summary: dict[str, Any], path: Path) -> None:
     print(f"\n{'VALID' if summary['valid'] else 'INVALID'} run {summary['run_id']}: "
           f"{summary['checks_passed']} check(s) passed, {summary['checks_failed']} failed"
           + (f"; the seed's conclusions: {summary['reproduction_passed']} hold, {summary['reproduction_failed']} do not"
-             if summary.get("reproduction_passed", 0) + summary.get("reproduction_failed", 0) else ""))  # fmt: skip
+             + (f", {n} not measured" if (n := summary.get("reproduction_unmeasured", 0)) else "")
+             if summary.get("reproduction_passed", 0) + summary.get("reproduction_failed", 0)
+             + summary.get("reproduction_unmeasured", 0) else ""))  # fmt: skip
     for c in summary["checks"]:
         if not c["passed"]:
             where = ", ".join(f"{k}={axis_str(v)}" for k, v in c["values"].items())
             at = " ".join(filter(None, [c.get("point"), f"({where})" if where else ""]))
             at = f" at {at}" if at else ""
             what = f"{c['derived']}: " if c.get("derived") else ""
-            label = "FINDING (does not hold here)" if c.get("reproduction") else "FAILED"
+            label = "FAILED"
+            if c.get("reproduction"):
+                label = "NOT MEASURED (the seed's conclusion)" if unmeasured(c) else "FINDING (does not hold here)"
             print(f"  {label} {c['name']}{at}: {what}measured {c['measured']}, bound {c['bound']}")
     for r in summary["invalid_reasons"]:
         print(f"  invalid: {r}")

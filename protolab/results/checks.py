@@ -112,6 +112,7 @@ def derived_entry(c: Check, data: DerivedData) -> dict[str, Any]:
         rows, unknown = [], str(exc)
     worst = min(rows, key=lambda r: margin(r[2]), default=None)
     failed = sum(1 for r in rows if margin(r[2]) < 0)
+    missing = sum(1 for r in rows if r[2] is None)
     entry = {
         "name": c.name,
         "point": (worst[0] if worst else None) or "",
@@ -124,12 +125,23 @@ def derived_entry(c: Check, data: DerivedData) -> dict[str, Any]:
         "passed": bool(rows) and failed == 0,
         "reproduction": c.reproduction,
         "rows": len(rows),
-        "rows_failed": failed,
+        "rows_failed": failed,  # rows outside the bounds, and rows without a value
+        "rows_unmeasured": missing,
         "why": (worst[3] if worst and worst[2] is None else None) if rows else unknown or "no row matches",
     }
     if unit := data.unit_column(c):
         entry["unit_column"] = unit
     return entry
+
+
+def unmeasured(c: Mapping[str, Any]) -> bool:
+    """A failed check whose only failures are values the run lacks (points or rows not measured): for a
+    reproduction check, not a finding about the seed but a run that could not tell."""
+    if c.get("passed"):
+        return False
+    if c.get("derived") is not None:
+        return not c.get("rows") or c.get("rows_failed", 0) == c.get("rows_unmeasured", 0)
+    return c.get("measured") is None
 
 
 def binomial_interval(events: int, trials: int, confidence: float) -> tuple[float, float]:
@@ -186,9 +198,11 @@ def build_summary(
         "checks": checks,
         "checks_passed": passed,
         "checks_failed": len(platform) - passed,
-        # the seed's conclusions (Check.reproduction): a failure is a finding about the reproduction
+        # the seed's conclusions (Check.reproduction): a failure is a finding about the reproduction; one the run
+        # lacks the values for (points not measured) is neither
         "reproduction_passed": sum(1 for c in findings if c["passed"]),
-        "reproduction_failed": sum(1 for c in findings if not c["passed"]),
+        "reproduction_failed": sum(1 for c in findings if not c["passed"] and not unmeasured(c)),
+        "reproduction_unmeasured": sum(1 for c in findings if unmeasured(c)),
         "statistics": statistics(rows, columns),
         "guard": dict(guard or {}),
     }

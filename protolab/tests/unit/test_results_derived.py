@@ -21,7 +21,7 @@ from protolab import spec
 from protolab.errors import SpecError
 from protolab.model.report import Check, Derived, Plot
 from protolab.results import RunDir, build_summary, evaluate, render_all
-from protolab.results.checks import sweep_of
+from protolab.results.checks import sweep_of, unmeasured
 from protolab.results.derived import DerivedData
 from protolab.results.plots import scatter_png
 
@@ -309,6 +309,27 @@ def test_a_derived_check_without_rows_or_values_fails():
     assert none["passed"] is False and none["rows"] == 0 and none["measured"] is None and none["why"]
     assert missing["passed"] is False and missing["measured"] is None and missing["rows_failed"] == 1
     assert missing["values"] == {"pdu": "fire", "budget": "none"} and "not measured" in missing["why"]
+    assert missing["rows_unmeasured"] == 1 and unmeasured(missing) and unmeasured(none)
+
+
+def test_a_seed_conclusion_the_run_lacks_values_for_is_not_a_finding():
+    """A reproduction check whose only failing rows have no value (a point not measured: an interrupted run, a
+    quick profile) says not measured; with one measured row outside the bound it is a finding."""
+    check = {"name": "BER costs more", "derived": "degradation", "min": 0, "reproduction": True}
+    pts = points([check])
+    raw = pid(pts, pdu="fire", syntax="raw", budget="none")
+    rows = [r for r in tidy(pts) if r["point"] != raw]
+    s = build_summary("ts", "r", pts, rows, COLUMNS)
+    (c,) = s["checks"]
+    assert not c["passed"] and unmeasured(c) and c["rows_unmeasured"] == 1
+    assert (s["reproduction_passed"], s["reproduction_failed"], s["reproduction_unmeasured"]) == (0, 0, 1)
+    ber = pid(pts, pdu="data", syntax="ber", budget="none")
+    for r in rows:
+        if r["point"] == ber:
+            r["rx_delay_mean_seconds"] = 1e-6  # BER faster than raw for data PDUs: the conclusion fails there
+    s = build_summary("ts", "r", pts, rows, COLUMNS)
+    assert not unmeasured(s["checks"][0])
+    assert (s["reproduction_passed"], s["reproduction_failed"], s["reproduction_unmeasured"]) == (0, 1, 0)
 
 
 def test_named_and_null_axis_values_compare_as_tidy_csv_writes_them():
@@ -619,3 +640,15 @@ def test_a_two_regressor_fit_says_why_when_x_and_x2_move_together():
     assert g.c0 is None and "not proportional" in (g.why or "")
     with pytest.raises(ValueError, match="x2 'rx_pdu_integers' is also its x or y"):
         Derived.model_validate({"fits": [{"name": "p", "x": "rx_pdu_integers", "x2": "rx_pdu_integers", "y": "a"}]})
+
+
+def test_the_run_summary_says_finding_or_not_measured(capsys, tmp_path):
+    from protolab.orchestrator.summary import print_summary
+
+    check = {"name": "BER costs more", "derived": "degradation", "min": 0, "reproduction": True}
+    pts = points([check])
+    raw = pid(pts, pdu="fire", syntax="raw", budget="none")
+    print_summary(build_summary("ts", "r", pts, [r for r in tidy(pts) if r["point"] != raw], COLUMNS), tmp_path)
+    out = capsys.readouterr().out
+    assert "the seed's conclusions: 0 hold, 0 do not, 1 not measured" in out
+    assert "NOT MEASURED (the seed's conclusion) BER costs more" in out and "FINDING" not in out
