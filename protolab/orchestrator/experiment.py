@@ -119,7 +119,7 @@ class ExperimentRun:
             groups = [g for g in ([(p, rep) for p, rep in g if (p.id, rep) not in done] for g in groups) if g]
             self.manifest["order"] = {"mode": self.plan.base.order, "seed": self.plan.base.random_seed,
                                       "measurements": [f"{p.id}/{rep}" for g in groups for p, rep in g]}  # fmt: skip
-            progress = Progress(sum(p.experiment.initial_repetitions() for p in self.plan.points))
+            progress = Progress(sum(p.experiment.initial_repetitions() for p in self.plan.points), len(done))
             for gi, group in enumerate(groups):
                 points = list({p.id: p for p, _rep in group}.values())
                 print(f"deploying lab {gi + 1}/{len(groups)}: {points[0].experiment.topology.describe()}",

@@ -52,14 +52,19 @@ class Signals:
 
 
 class Progress:
-    def __init__(self, total: int) -> None:
-        self.total, self.done, self.t0 = total, 0, time.monotonic()
+    """`[k/total pct elapsed ETA] what` per measurement; `before`: measurements a resumed run already has (they
+    count as done; the ETA is from this process's pace alone)."""
+
+    def __init__(self, total: int, before: int = 0) -> None:
+        self.total, self.before, self.done, self.t0 = total, before, 0, time.monotonic()
 
     def step(self, what: str) -> None:
         elapsed = time.monotonic() - self.t0
-        eta = "?" if not self.done else f"{elapsed / self.done * (self.total - self.done):.0f}s"
-        pct = 100 * self.done / self.total
-        print(f"[{self.done + 1}/{self.total} {pct:3.0f}% elapsed {elapsed:.0f}s ETA {eta}] {what}", flush=True)
+        left = self.total - self.before - self.done
+        eta = "?" if not self.done else f"{elapsed / self.done * left:.0f}s"
+        k = self.before + self.done
+        pct = 100 * k / self.total
+        print(f"[{k + 1}/{self.total} {pct:3.0f}% elapsed {elapsed:.0f}s ETA {eta}] {what}", flush=True)
 
     def finish(self) -> None:
         self.done += 1

@@ -41,3 +41,17 @@ def test_a_changed_measurement_is_refused_naming_the_key(key, value):
     new = copy.deepcopy(SPEC) | {key: value}
     with pytest.raises(LabError, match=rf"the spec changed since that run \({key}\)"):
         _run(SPEC, new)._check_resumable()
+
+
+def test_progress_of_a_resumed_run_counts_what_it_had(capsys, monkeypatch):
+    from protolab.orchestrator import session
+
+    clock = iter([100.0, 110.0, 130.0])
+    monkeypatch.setattr(session.time, "monotonic", lambda: next(clock))
+    p = session.Progress(10, before=4)  # t0 = 100
+    p.step("p004 rep 1")  # at 110: the fifth of ten, no pace yet
+    p.finish()
+    p.step("p005 rep 1")  # at 130: one done in 30 s, five to go counting this one
+    out = capsys.readouterr().out.splitlines()
+    assert out[0].startswith("[5/10  40% elapsed 10s ETA ?] p004")
+    assert out[1].startswith("[6/10  50% elapsed 30s ETA 150s] p005"), out[1]
