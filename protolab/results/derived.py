@@ -562,8 +562,11 @@ def _fit_table(data: DerivedData, f: DerivedFit) -> DerivedTable:
                   for g in groups for e in g.residuals])  # fmt: skip
     left = sum(g.left_out for g in groups)
     note = (
-        (f"Least squares {f.y} = c0 + c1 × {f.x} + c2 × {f.x2} (numpy.linalg.lstsq)" if f.x2 else
-         f"Least squares {f.y} = c0 + c1 × {f.x} (scipy.stats.linregress)")
+        (
+            f"Least squares {f.y} = c0 + c1 × {f.x} + c2 × {f.x2} (numpy.linalg.lstsq)"
+            if f.x2
+            else f"Least squares {f.y} = c0 + c1 × {f.x} (scipy.stats.linregress)"
+        )
         + (f", one line per {f.group}" if f.group else "")
         + (f", only the points with {where_note(f.where)}" if f.where else "")
         + "; each value the mean over a point's repetitions; ± = standard error (3 points or more)"

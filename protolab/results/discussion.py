@@ -22,7 +22,7 @@ DISCUSSION_MD = "discussion.md"
 MISSING = "n/a"
 
 
-class Missing(Exception):
+class MissingFigureError(Exception):
     """Why a figure has no value in this run."""
 
 
@@ -38,50 +38,50 @@ def _row(t: TableData, r: FigureRef) -> int:
     for i, combo in enumerate(t.combos):
         if seedkey(combo) == want:
             return i
-    raise Missing(f"table {t.spec.name} has no row {', '.join(f'{a}={v}' for a, v in r.where.items())}")
+    raise MissingFigureError(f"table {t.spec.name} has no row {', '.join(f'{a}={v}' for a, v in r.where.items())}")
 
 
 def _value(r: FigureRef, tables: dict[str, TableData], derived: DerivedData | None) -> float:
     if r.kind in ("table", "seed"):
         t = tables.get(r.name)
         if t is None:
-            raise Missing(f"table {r.name} was not drawn in this run")
+            raise MissingFigureError(f"table {r.name} was not drawn in this run")
         i = _row(t, r)
         if r.kind == "table":
             v = t.stats[i][t.spec.columns.index(r.field or "")]["mean"]
             if v is None:
-                raise Missing(f"table {r.name}: {r.field} not measured in that row")
+                raise MissingFigureError(f"table {r.name}: {r.field} not measured in that row")
         else:
             if t.seed is None or r.field not in t.seed.columns:
-                raise Missing(f"table {r.name}: the seed has no {r.field} column")
+                raise MissingFigureError(f"table {r.name}: the seed has no {r.field} column")
             v = t.seed.lookup().get(seedkey(t.combos[i]), {}).get(r.field or "")
             if v is None:
-                raise Missing(f"table {r.name}: the seed has no {r.field} in that row")
+                raise MissingFigureError(f"table {r.name}: the seed has no {r.field} in that row")
         return float(v)
     if derived is None:
-        raise Missing("the run has no derived results")
+        raise MissingFigureError("the run has no derived results")
     if r.kind == "fit":
         groups = derived.fits.get(r.name)
         if groups is None:
-            raise Missing(f"fit {r.name} was not formed in this run")
+            raise MissingFigureError(f"fit {r.name} was not formed in this run")
         f = derived.spec.fit(r.name)
         want = r.where.get(f.group) if f.group else None
         g = next((g for g in groups if f.group is None or (g.group is not None and seedkey([g.group]) ==
                                                             seedkey([want or ""]))), None)  # fmt: skip
         if g is None:
-            raise Missing(f"fit {r.name} has no line for {f.group}={want}")
+            raise MissingFigureError(f"fit {r.name} has no line for {f.group}={want}")
         if g.c0 is None:
-            raise Missing(f"fit {r.name}: {g.why or 'no line'}")
+            raise MissingFigureError(f"fit {r.name}: {g.why or 'no line'}")
         v = {"c0": g.c0, "c1": g.c1, "c2": g.c2, "c0_se": g.c0_se, "c1_se": g.c1_se, "c2_se": g.c2_se,
              "r2": g.r2, "n": g.n}[r.field or ""]  # fmt: skip
         if v is None:
-            raise Missing(f"fit {r.name}: no {r.field} (fewer than three points, or no x2)")
+            raise MissingFigureError(f"fit {r.name}: no {r.field} (fewer than three points, or no x2)")
         return float(v)
     rows = [row for row in derived.ratios.get(r.name, []) if matches(r.where, row.values)]
     if len(rows) != 1:
-        raise Missing(f"ratio {r.name}: {len(rows)} rows match {r.where or 'no filter'}, not one")
+        raise MissingFigureError(f"ratio {r.name}: {len(rows)} rows match {r.where or 'no filter'}, not one")
     if rows[0].value is None:
-        raise Missing(f"ratio {r.name}: {rows[0].why or 'no value'}")
+        raise MissingFigureError(f"ratio {r.name}: {rows[0].why or 'no value'}")
     return float(rows[0].value)
 
 
@@ -90,11 +90,11 @@ def figure_value(fig: Figure, tables: dict[str, TableData], derived: DerivedData
     if fig.bottom is not None:
         b = _value(fig.bottom, tables, derived)
         if b == 0:
-            raise Missing(f"{fig.bottom.text()} is 0")
+            raise MissingFigureError(f"{fig.bottom.text()} is 0")
         v /= b
     v *= fig.scale
     if not math.isfinite(v):
-        raise Missing("not a finite number")
+        raise MissingFigureError("not a finite number")
     return v
 
 
@@ -107,7 +107,7 @@ def fill(paragraphs: Sequence[Paragraph], tables: Sequence[TableData], derived: 
         def value(fig: Figure, missing: list[str] = missing) -> str:
             try:
                 return format(figure_value(fig, by_name, derived), fig.format)
-            except Missing as why:
+            except MissingFigureError as why:
                 missing.append(f"{{{{{fig.source}}}}}: {why}")
                 return MISSING
 

@@ -35,6 +35,58 @@ def _kv(d: Mapping[str, Any] | None) -> list[tuple[str, str]]:
     return [(str(k), show(v)) for k, v in (d or {}).items()]
 
 
+def _percent(v: Any) -> str:
+    return "" if v is None else f"{100 * float(v):.1f} %"
+
+
+def _rate(v: Any) -> str:
+    """bytes/s as Mbit/s (or kbit/s below 1 Mbit/s)."""
+    if v is None:
+        return ""
+    bits = 8 * float(v)
+    return f"{bits / 1e6:.2f} Mbit/s" if bits >= 1e6 else f"{bits / 1e3:.1f} kbit/s"
+
+
+def _over_run(environment: Mapping[str, Any]) -> dict[str, Any] | None:
+    """SPIMS sec. 5's dynamic environment over the run: the host's CPU and swap, and its busy interfaces."""
+    o = environment.get("over_run") or {}
+    if not o:
+        return None
+    rows = [
+        [name, _rate(t.get("rx_bytes_per_second")), _rate(t.get("tx_bytes_per_second")),
+         str(t.get("rx_packets", "")), str(t.get("tx_packets", ""))]
+        for name, t in sorted((o.get("interfaces") or {}).items())
+        if t.get("rx_packets") or t.get("tx_packets")
+    ]  # fmt: skip
+    return {
+        "seconds": f"{float(o.get('seconds') or 0):.0f} s",
+        "cpu_busy": _percent(o.get("cpu_busy_ratio")),
+        "cpu_softirq": _percent(o.get("cpu_softirq_ratio")),
+        "swapped": f"{o.get('swapped_in_bytes', 0)} B in, {o.get('swapped_out_bytes', 0)} B out",
+        "interfaces": rows,
+    }
+
+
+def _lab_interfaces(manifest: Mapping[str, Any]) -> list[dict[str, Any]]:
+    """Per deployed lab: each interface's offloads as ethtool read them back, and its traffic over the lab's life."""
+    out = []
+    for i, d in enumerate(manifest.get("deployments") or []):
+        offloads, traffic = d.get("offloads") or {}, d.get("interface_traffic") or {}
+        names = sorted({*offloads, *traffic})
+        if not names:
+            continue
+        rows = []
+        for n in names:
+            o, t = offloads.get(n) or {}, traffic.get(n) or {}
+            rows.append([n, *(str(o.get(k, "")) for k in ("tso", "gso", "gro", "lro")),
+                         _rate(t.get("rx_bytes_per_second")), _rate(t.get("tx_bytes_per_second")),
+                         str(t.get("rx_packets", "")), str(t.get("tx_packets", ""))])  # fmt: skip
+        topo = d.get("topology") or {}
+        out.append({"title": f"lab {i + 1}: {topo.get('kind', '')} {json.dumps(topo.get('params') or {})}",
+                    "rows": rows})  # fmt: skip
+    return out
+
+
 def _check_rows(summary: Mapping[str, Any], sweep: Sweep) -> list[dict[str, Any]]:
     out = []
     # failures first (stable: in point order within each), so a glance at the top tells what went wrong
@@ -302,6 +354,8 @@ def report_html(
         "images": _kv(manifest.get("images")),
         "env_static": _kv(environment.get("static")),
         "env_dynamic": _kv(environment.get("dynamic")),
+        "over_run": _over_run(environment),
+        "lab_interfaces": _lab_interfaces(manifest),
         "guard": json.dumps((summary or {}).get("guard") or {}, indent=2, sort_keys=True, ensure_ascii=False),
         "points": [(p["id"], sweep.point_labels.get(p["id"], "")) for p in manifest.get("points") or []],
         "spec_yaml": _yaml(spec),

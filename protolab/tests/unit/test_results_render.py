@@ -307,3 +307,34 @@ def test_tables_say_how_many_repetitions_each_point_took(tmp_path):
         ("2", "1", "2", "2"), ("2", "2", "2", "2")]  # fmt: skip
     html = (run_dir / "report.html").read_text()
     assert "<th>repetitions</th>" in html or ">repetitions</th>" in html
+
+
+def test_report_shows_the_load_over_the_run_and_the_lab_interfaces(tmp_path):
+    """SPIMS sec. 5's dynamic environment as the runner records it: the host's load between the start and the end
+    of the run (environment.over_run) and each lab's interfaces, their offloads and traffic (deployments[])."""
+    run_dir = make_run(tmp_path)
+    m = json.loads((run_dir / "manifest.json").read_text())
+    m["environment"]["over_run"] = {
+        "seconds": 73.2, "cpu_busy_ratio": 0.133, "cpu_softirq_ratio": 0.025, "swapped_in_bytes": 0,
+        "swapped_out_bytes": 4096,
+        "interfaces": {"lo": {"rx_bytes_per_second": 73712, "tx_bytes_per_second": 73712, "rx_packets": 58217,
+                              "tx_packets": 58217},
+                       "docker0": {"rx_bytes_per_second": 0, "tx_bytes_per_second": 0, "rx_packets": 0,
+                                   "tx_packets": 0}},
+    }  # fmt: skip
+    m["deployments"] = [{
+        "topology": {"kind": "hub", "params": {"hosts": 2}},
+        "offloads": {"h1:h1-eth0": {"tso": "off", "gso": "off", "gro": "on", "lro": "off [fixed]"}},
+        "interface_traffic": {"h1:h1-eth0": {"rx_bytes_per_second": 826121.7, "tx_bytes_per_second": 180722.6,
+                                             "rx_packets": 94465, "tx_packets": 88681}},
+    }]  # fmt: skip
+    (run_dir / "manifest.json").write_text(json.dumps(m))
+    render_all(run_dir)
+    html = (run_dir / "report.html").read_text()
+    assert (
+        "Over 73 s: the host's CPU (all cores) busy 13.3 %, of it softirq\n2.5 %; swapped 0 B in, 4096 B out." in html
+    )
+    assert '<th>lo</th><td class="num">589.7 kbit/s</td>' in html and "docker0" not in html  # idle ones left out
+    lab = html[html.index("Lab interfaces, lab 1: hub") :]
+    assert "<th>h1:h1-eth0</th><td>off</td><td>off</td><td>on</td><td>off [fixed]</td>" in lab
+    assert '<td class="num">6.61 Mbit/s</td><td class="num">1.45 Mbit/s</td><td class="num">94465</td>' in lab
