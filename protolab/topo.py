@@ -53,6 +53,7 @@ class Host:
     routes: list[tuple[str, str]] = field(default_factory=list)  # (destination prefix, gateway)
     interfaces: list[Interface] = field(default_factory=list)  # extra ones, beyond one per link
     nic_filter: str = "perfect"  # its NICs' receive address filter on bridges (NIC_FILTER_DOC)
+    host: str | None = None  # the testbed host it must run on (protolab.placement); None: placed
 
 
 @dataclass
@@ -69,6 +70,7 @@ class Switch:
     capacity_bps: float | None = None  # hub only: the shared medium's capacity
     multicast_snooping: bool = False  # IGMP snooping; when on, the bridge is also the querier
     queue_frames: int = 100  # hub only: frames waiting for the medium (HUB_QUEUE_DOC)
+    host: str | None = None  # the testbed host it must run on, with its members (protolab.placement)
 
 
 @dataclass

@@ -137,11 +137,12 @@ class _Resolver:
                 extra = [Interface(x.name, x.kind, x.address) for x in nd.interfaces]
                 t.hosts.append(Host(name, role=nd.role or nd.kind, image=nd.image, cpus=nd.cpus,
                                     forwarding=nd.kind == "router", routes=[(r.to, r.via) for r in nd.routes],
-                                    interfaces=extra, nic_filter=nd.nic_filter or "perfect"))  # fmt: skip
+                                    interfaces=extra, nic_filter=nd.nic_filter or "perfect",
+                                    host=nd.host))  # fmt: skip
             else:
                 t.switches.append(Switch(name, mode=nd.kind, capacity_bps=nd.capacity,
                                          multicast_snooping=nd.multicast == "snooping",
-                                         queue_frames=nd.queue or 100))  # fmt: skip
+                                         queue_frames=nd.queue or 100, host=nd.host))  # fmt: skip
         for seg in d.segments:
             t.switches.append(Switch(seg.bridge_name, mode=seg.kind,
                                      capacity_bps=seg.capacity if seg.kind == "hub" else None,

@@ -144,6 +144,12 @@ class NodeDef(Strict):
         default_factory=list,
         description="extra interfaces made inside the node, e.g. [{name: lo1, address: 192.0.2.1/32}]",
     )
+    host: str | None = Field(
+        None,
+        min_length=1,
+        description="the testbed host (inventory name) it runs on; a hub or switch takes its members along; "
+        "null: placed by the run (protolab.placement)",
+    )
 
     @model_validator(mode="after")
     def _fits_kind(self) -> NodeDef:

@@ -1,0 +1,216 @@
+"""Which testbed host each node of a lab runs on (issue 18: a lab over several hosts).
+
+The hosts come from an Ansible inventory (`ansible/inventory/*.yml`, the `testbed` group, as `make setup`
+provisions them); each may say where its Docker engine answers, its underlay address for VXLAN, and how many
+cores it gives to nodes:
+
+    testbed:
+      hosts:
+        lab-a: {ansible_host: 192.0.2.10, protolab_underlay: 192.0.2.10, protolab_engine: "ssh://root@192.0.2.10",
+                protolab_cpus: 8}
+        lab-b: {ansible_host: 192.0.2.11, protolab_cpus: 4}
+      vars: {protolab_vxlan_port: 4789, protolab_underlay_mtu: 1500}
+
+place() keeps what a shared medium joins on one host: a hub or switch with every node linked to it (its shaper
+and its queue are one kernel object there), so only point-to-point links between two containers (r1-w1, C_1-C_2)
+may cross hosts. A node's `host:` pins it, and its group with it; the other groups go, largest CPU budget first,
+to the host with the most cores left per core it has (ties: inventory order). Each link whose ends land on two
+hosts is stitched by a VXLAN tunnel of its own (one VNI per link, VNI_BASE upward), its MTU the underlay's less
+the 50 octets of VXLAN over IPv4. One host (the default inventory: localhost) places everything there and
+stitches nothing.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import yaml
+from pydantic import Field, ValidationError
+
+from .errors import SpecError
+from .model.base import Strict
+from .topo import Topology
+
+INVENTORY_DIR = Path(__file__).resolve().parent.parent / "ansible" / "inventory"
+DEFAULT_INVENTORY = INVENTORY_DIR / "local.yml"
+GROUP = "testbed"
+VXLAN_OVERHEAD = 50  # outer Ethernet 14 + IPv4 20 + UDP 8 + VXLAN 8
+VNI_BASE = 4200
+DEFAULT_NODE_CPUS = 1.0  # a node without a budget weighs one core when groups are balanced
+
+
+class PlacementError(SpecError, ValueError):
+    """A placement that cannot be: an inventory that does not read, a pin to an unknown host, a shared medium
+    split across hosts."""
+
+
+class TestbedHost(Strict):
+    """One host of the `testbed` group, from its inventory variables."""
+
+    name: str
+    address: str | None = Field(None, description="ansible_host: where Ansible and SSH reach it")
+    underlay: str | None = Field(None, description="protolab_underlay: the address VXLAN tunnels end at")
+    engine: str = Field("unix:///var/run/docker.sock", description="protolab_engine: its Docker engine's endpoint")
+    cpus: float = Field(1.0, gt=0, description="protolab_cpus: cores it gives to nodes (balancing weight)")
+    vxlan_port: int = Field(4789, ge=1, le=65535, description="protolab_vxlan_port: UDP port of the tunnels")
+    underlay_mtu: int = Field(1500, ge=1280, le=65535, description="protolab_underlay_mtu")
+
+
+@dataclass
+class Inventory:
+    source: str
+    hosts: list[TestbedHost]
+
+    def names(self) -> list[str]:
+        return [h.name for h in self.hosts]
+
+    def get(self, name: str) -> TestbedHost:
+        for h in self.hosts:
+            if h.name == name:
+                return h
+        raise PlacementError(f"inventory {self.source}: no testbed host {name!r} (hosts: {', '.join(self.names())})")
+
+
+def load_inventory(path: Path | str = DEFAULT_INVENTORY) -> Inventory:
+    """The `testbed` group of an Ansible YAML inventory (hosts with their variables, group vars beneath)."""
+    path = Path(path)
+    try:
+        raw = yaml.safe_load(path.read_text())
+    except (OSError, yaml.YAMLError) as exc:
+        raise PlacementError(f"inventory {path}: {exc}") from None
+    group = (raw or {}).get(GROUP) if isinstance(raw, dict) else None
+    if not isinstance(group, dict) or not isinstance(group.get("hosts"), dict) or not group["hosts"]:
+        raise PlacementError(f"inventory {path}: no `{GROUP}:` group with `hosts:` (the group `make setup` provisions)")
+    common = group.get("vars") or {}
+    hosts = []
+    for name, hv in group["hosts"].items():
+        v = {**common, **(hv or {})}
+        try:
+            extra = {k: v[f"protolab_{k}"] for k in ("engine", "cpus", "vxlan_port", "underlay_mtu")
+                     if f"protolab_{k}" in v}  # fmt: skip
+            underlay = v.get("protolab_underlay", v.get("ansible_host"))
+            hosts.append(TestbedHost(name=str(name), address=v.get("ansible_host"), underlay=underlay, **extra))
+        except ValidationError as exc:
+            e = exc.errors()[0]
+            raise PlacementError(f"inventory {path}: host {name}: {'.'.join(map(str, e['loc']))}: {e['msg']}") from None
+    return Inventory(str(path), hosts)
+
+
+@dataclass
+class Stitch:
+    """A link between nodes on two hosts, carried by a VXLAN tunnel of its own."""
+
+    link: tuple[str, str]
+    hosts: tuple[str, str]
+    vni: int
+    mtu: int
+    port: int
+
+    def to_json(self) -> dict[str, Any]:
+        return {"link": list(self.link), "hosts": list(self.hosts), "vni": self.vni, "mtu": self.mtu,
+                "udp_port": self.port}  # fmt: skip
+
+
+@dataclass
+class Placement:
+    inventory: str
+    node_host: dict[str, str]
+    groups: list[list[str]]  # nodes that stay together (a shared medium and its members), in topology order
+    stitches: list[Stitch] = field(default_factory=list)
+    load: dict[str, float] = field(default_factory=dict)  # host -> CPU budget placed on it (cores)
+
+    @property
+    def hosts(self) -> list[str]:
+        return list(dict.fromkeys(self.node_host.values()))
+
+    def to_json(self) -> dict[str, Any]:
+        """For the manifest and `protolab inspect`."""
+        return {"inventory": self.inventory, "nodes": dict(self.node_host), "groups": self.groups,
+                "stitches": [s.to_json() for s in self.stitches], "cpus_per_host": self.load}  # fmt: skip
+
+
+def groups(topo: Topology) -> list[list[str]]:
+    """Nodes that must share a host: each bridge with every node linked to it, transitively (union-find)."""
+    parent = {n: n for n in topo.node_names()}
+
+    def find(n: str) -> str:
+        while parent[n] != n:
+            parent[n] = parent[parent[n]]
+            n = parent[n]
+        return n
+
+    bridges = {s.name for s in topo.switches}
+    for lk in topo.links:
+        if lk.node1 in bridges or lk.node2 in bridges:
+            parent[find(lk.node1)] = find(lk.node2)
+    out: dict[str, list[str]] = {}
+    for n in topo.node_names():
+        out.setdefault(find(n), []).append(n)
+    return list(out.values())
+
+
+def place(topo: Topology, inventory: Inventory, pins: Mapping[str, str] | None = None,
+          default_cpus: float | None = None) -> Placement:  # fmt: skip
+    """Each node's host (see the module docstring). `pins`: node -> host, beside the topology's own `host:`s;
+    `default_cpus`: the budget of nodes without one (the experiment's default), else DEFAULT_NODE_CPUS."""
+    pinned: dict[str, str] = {n.name: n.host for n in (*topo.hosts, *topo.switches) if n.host}
+    for node, host in (pins or {}).items():
+        if node not in topo.node_names():
+            raise PlacementError(f"placement: {node!r} is not a node of this topology")
+        if node in pinned and pinned[node] != host:
+            raise PlacementError(f"placement: {node} is pinned to {pinned[node]} by the topology and to {host}")
+        pinned[node] = host
+    for host in pinned.values():
+        inventory.get(host)  # an unknown host says which exist
+    cpus = {h.name: (h.cpus if h.cpus is not None else default_cpus or DEFAULT_NODE_CPUS) for h in topo.hosts}
+    parts = groups(topo)
+    load = {h.name: 0.0 for h in inventory.hosts}
+    node_host: dict[str, str] = {}
+    free: list[tuple[int, list[str]]] = []
+    for i, g in enumerate(parts):
+        want = sorted({pinned[n] for n in g if n in pinned})
+        if len(want) > 1:
+            pins_ = ", ".join(f"{n} on {pinned[n]}" for n in g if n in pinned)
+            raise PlacementError(f"placement: {pins_} share a hub or switch ({', '.join(g)}); a shared medium never "
+                                 "spans hosts: pin them to one host, or join them by point-to-point links")  # fmt: skip
+        if want:
+            _assign(g, want[0], cpus, load, node_host)
+        else:
+            free.append((i, g))
+    capacity = {h.name: h.cpus for h in inventory.hosts}
+    order = {h.name: i for i, h in enumerate(inventory.hosts)}
+    for _i, g in sorted(free, key=lambda ig: (-sum(cpus.get(n, 0.0) for n in ig[1]), ig[0])):
+        best = min(load, key=lambda h: ((load[h] + sum(cpus.get(n, 0.0) for n in g)) / capacity[h], order[h]))
+        _assign(g, best, cpus, load, node_host)
+    return Placement(inventory.source, {n: node_host[n] for n in topo.node_names()}, parts,
+                     _stitches(topo, inventory, node_host), load)  # fmt: skip
+
+
+def _assign(group: Sequence[str], host: str, cpus: Mapping[str, float], load: dict[str, float],
+            node_host: dict[str, str]) -> None:  # fmt: skip
+    for n in group:
+        node_host[n] = host
+    load[host] += sum(cpus.get(n, 0.0) for n in group)
+
+
+def _stitches(topo: Topology, inventory: Inventory, node_host: Mapping[str, str]) -> list[Stitch]:
+    out = []
+    for lk in topo.links:
+        a, b = node_host[lk.node1], node_host[lk.node2]
+        if a == b:
+            continue
+        ha, hb = inventory.get(a), inventory.get(b)
+        for h in (ha, hb):
+            if not h.underlay:
+                where = f"inventory {inventory.source}: host {h.name}"
+                raise PlacementError(f"{where} carries link {lk.node1}-{lk.node2} across hosts but has no "
+                                     "protolab_underlay (or ansible_host)")  # fmt: skip
+        if ha.vxlan_port != hb.vxlan_port:
+            raise PlacementError(f"inventory {inventory.source}: {a} and {b} use VXLAN ports {ha.vxlan_port} and "
+                                 f"{hb.vxlan_port}; a tunnel between them needs one")  # fmt: skip
+        mtu = min(ha.underlay_mtu, hb.underlay_mtu) - VXLAN_OVERHEAD
+        out.append(Stitch((lk.node1, lk.node2), (a, b), VNI_BASE + len(out), mtu, ha.vxlan_port))
+    return out

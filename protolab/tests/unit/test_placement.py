@@ -1,0 +1,129 @@
+"""protolab.placement: an Ansible inventory's testbed hosts, and which host each node of a lab runs on (issue 18).
+A shared medium and its members never span hosts; point-to-point links between hosts become VXLAN stitches."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+import yaml
+
+from protolab import placement, topofile
+from protolab.placement import PlacementError, load_inventory, place
+from protolab.spec import TopologySpec
+
+
+def _inventory(tmp_path: Path, hosts: dict, common: dict | None = None) -> placement.Inventory:
+    path = tmp_path / "two.yml"
+    path.write_text(yaml.safe_dump({"testbed": {"hosts": hosts, **({"vars": common} if common else {})}}))
+    return load_inventory(path)
+
+
+TWO = {"lab_a": {"ansible_host": "192.0.2.10", "protolab_cpus": 4, "protolab_engine": "ssh://root@192.0.2.10"},
+       "lab_b": {"ansible_host": "192.0.2.11", "protolab_underlay": "198.51.100.11", "protolab_cpus": 4}}  # fmt: skip
+
+
+def test_the_default_inventory_is_this_machine():
+    inv = load_inventory()
+    assert inv.names() == ["localhost"] and inv.hosts[0].engine == "unix:///var/run/docker.sock"
+
+
+def test_an_inventory_reads_hosts_and_group_vars(tmp_path):
+    inv = _inventory(tmp_path, TWO, {"protolab_vxlan_port": 8472, "protolab_underlay_mtu": 9000})
+    a, b = inv.hosts
+    assert (a.name, a.address, a.underlay, a.engine, a.cpus) == ("lab_a", "192.0.2.10", "192.0.2.10",
+                                                                   "ssh://root@192.0.2.10", 4)  # fmt: skip
+    assert (b.underlay, b.vxlan_port, b.underlay_mtu) == ("198.51.100.11", 8472, 9000)
+
+
+@pytest.mark.parametrize(
+    ("text", "why"),
+    [
+        ("all: {hosts: {a: {}}}", "no `testbed:` group"),
+        ("testbed: {hosts: {}}", "no `testbed:` group"),
+        ("testbed: {hosts: {a: {protolab_cpus: 0}}}", "host a: cpus: Input should be greater than 0"),
+        ("testbed: {hosts: {a: {protolab_vxlan_port: 70000}}}", "host a: vxlan_port"),
+        ("testbed: [", "inventory .*bad.yml"),
+    ],
+)
+def test_a_broken_inventory_says_what_is_wrong(tmp_path, text, why):
+    path = tmp_path / "bad.yml"
+    path.write_text(text)
+    with pytest.raises(PlacementError, match=why):
+        load_inventory(path)
+
+
+def test_a_hub_and_its_members_stay_together():
+    t = topofile.load(topofile.find("triangle"))  # hub lan: h1, h2, r1; r1-r2 and r2-h3 point to point
+    assert sorted(map(sorted, placement.groups(t))) == [["h1", "h2", "lan", "r1"], ["h3"], ["r2"]]
+    t = TopologySpec(kind="dual_homed", params={"hosts": 2, "rate": "100Mbit"}).build()
+    assert len(placement.groups(t)) == 1  # every host on both switches: one medium-joined group
+
+
+def test_one_host_places_everything_there_and_stitches_nothing():
+    t = TopologySpec(kind="switched", params={"hosts": 3, "rate": "100Mbit", "wan_router": True}).build()
+    p = place(t, load_inventory())
+    assert set(p.node_host.values()) == {"localhost"} and p.stitches == [] and p.hosts == ["localhost"]
+
+
+def test_groups_are_balanced_by_cpu_and_cross_links_are_stitched(tmp_path):
+    inv = _inventory(tmp_path, TWO)
+    t = topofile.load(topofile.find("triangle"))
+    p = place(t, inv)
+    # the hub's group (3 cores at one core a node) first, to lab_a; r2 (1) and h3 (0.5) then fill lab_b
+    assert {n: p.node_host[n] for n in ("h1", "h2", "r1", "lan")} == dict.fromkeys(("h1", "h2", "r1", "lan"), "lab_a")
+    assert p.node_host["r2"] == p.node_host["h3"] == "lab_b"
+    assert p.load == {"lab_a": 3.0, "lab_b": 1.5}
+    (s,) = p.stitches
+    assert (s.link, s.hosts, s.vni, s.mtu, s.port) == (("r1", "r2"), ("lab_a", "lab_b"), 4200, 1450, 4789)
+    j = p.to_json()
+    assert j["stitches"][0]["udp_port"] == 4789 and j["nodes"]["h3"] == "lab_b" and j["cpus_per_host"]["lab_a"] == 3
+
+
+def test_a_pin_moves_its_group_and_the_rest_balance_around_it(tmp_path):
+    inv = _inventory(tmp_path, TWO)
+    t = topofile.load(topofile.find("triangle"))
+    p = place(t, inv, pins={"h2": "lab_b"})  # h2 takes the whole hub group along
+    assert {p.node_host[n] for n in ("h1", "h2", "r1", "lan")} == {"lab_b"}
+    assert p.node_host["r2"] == p.node_host["h3"] == "lab_a"
+    assert [s.link for s in p.stitches] == [("r1", "r2")]
+
+
+def test_a_pin_in_the_topology_file(tmp_path):
+    f = tmp_path / "t.yaml"
+    f.write_text(yaml.safe_dump({"name": "t", "nodes": {"h1": {}, "r1": {"kind": "router"}, "w1": {"host": "lab_b"}},
+                                 "segments": [{"name": "lan", "members": ["h1", "r1"]}],
+                                 "links": [{"endpoints": ["r1", "w1"]}]}))  # fmt: skip
+    t = topofile.load(f)
+    assert t.host("w1").host == "lab_b"
+    p = place(t, _inventory(tmp_path, TWO))
+    assert p.node_host["w1"] == "lab_b" and p.node_host["h1"] == "lab_a"  # the LAN goes where the most is left
+
+
+def test_a_shared_medium_split_by_pins_is_refused(tmp_path):
+    t = topofile.load(topofile.find("triangle"))
+    with pytest.raises(PlacementError, match=r"h1 on lab_a, h2 on lab_b share a hub or switch .* never spans hosts"):
+        place(t, _inventory(tmp_path, TWO), pins={"h1": "lab_a", "h2": "lab_b"})
+
+
+@pytest.mark.parametrize(
+    ("pins", "why"),
+    [
+        ({"h1": "nosuch"}, r"no testbed host 'nosuch' \(hosts: lab_a, lab_b\)"),
+        ({"zz": "lab_a"}, "'zz' is not a node of this topology"),
+    ],
+)
+def test_bad_pins_say_why(tmp_path, pins, why):
+    with pytest.raises(PlacementError, match=why):
+        place(topofile.load(topofile.find("triangle")), _inventory(tmp_path, TWO), pins=pins)
+
+
+def test_a_stitch_needs_underlay_addresses_and_one_port(tmp_path):
+    t = topofile.load(topofile.find("triangle"))
+    no_addr = {"lab_a": {"protolab_cpus": 4}, "lab_b": {"protolab_cpus": 4}}
+    with pytest.raises(PlacementError, match="carries link r1-r2 across hosts but has no protolab_underlay"):
+        place(t, _inventory(tmp_path, no_addr))
+    ports = {"lab_a": {**TWO["lab_a"], "protolab_vxlan_port": 4789},
+             "lab_b": {**TWO["lab_b"], "protolab_vxlan_port": 8472}}  # fmt: skip
+    with pytest.raises(PlacementError, match="use VXLAN ports 4789 and 8472"):
+        place(t, _inventory(tmp_path, ports))
