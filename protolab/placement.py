@@ -32,7 +32,7 @@ from pydantic import Field, ValidationError
 
 from .errors import SpecError
 from .model.base import Strict
-from .topo import Topology
+from .topo import Link, Switch, Topology, VxlanEnd
 
 INVENTORY_DIR = Path(__file__).resolve().parent.parent / "ansible" / "inventory"
 DEFAULT_INVENTORY = INVENTORY_DIR / "local.yml"
@@ -214,3 +214,48 @@ def _stitches(topo: Topology, inventory: Inventory, node_host: Mapping[str, str]
         mtu = min(ha.underlay_mtu, hb.underlay_mtu) - VXLAN_OVERHEAD
         out.append(Stitch((lk.node1, lk.node2), (a, b), VNI_BASE + len(out), mtu, ha.vxlan_port))
     return out
+
+
+def stitch_bridge(vni: int) -> str:
+    """The name of the bridge that holds a stitched link's VXLAN device on each of its two hosts."""
+    return f"x{vni}"
+
+
+def split(topo: Topology, p: Placement, inventory: Inventory) -> dict[str, Topology]:
+    """Each host's part of the lab: its nodes and the links between them, and for each stitched link a bridge
+    of its own (stitch_bridge(vni)) holding the VXLAN end, linked to the local node with the link's addresses
+    and rate. Impairments follow the packets: at: sender on the sending node's host (toward its stitch
+    bridge), at: receiver on the receiving node's (from its stitch bridge)."""
+    parts = {h: Topology(topo.kind, source=topo.source, ipv6=topo.ipv6, receive_cpu=topo.receive_cpu)
+             for h in p.hosts}  # fmt: skip
+    for h in topo.hosts:
+        parts[p.node_host[h.name]].hosts.append(h)
+    for s in topo.switches:
+        parts[p.node_host[s.name]].switches.append(s)
+    stitched = {frozenset(s.link): s for s in p.stitches}
+    for lk in topo.links:
+        st = stitched.get(frozenset((lk.node1, lk.node2)))
+        if st is None:
+            parts[p.node_host[lk.node1]].links.append(lk)
+            continue
+        x = stitch_bridge(st.vni)
+        for node, ip, other in ((lk.node1, lk.ip1, lk.node2), (lk.node2, lk.ip2, lk.node1)):
+            here, there = inventory.get(p.node_host[node]), inventory.get(p.node_host[other])
+            assert here.underlay and there.underlay  # _stitches refused hosts without one
+            end = VxlanEnd(st.vni, here.underlay, there.underlay, st.port, st.mtu)
+            part = parts[here.name]
+            part.switches.append(Switch(x, host=here.name, vxlan=end))
+            part.links.append(Link(node, x, ip1=ip, rate_bps=lk.rate_bps, segment=lk.segment))
+    for imp in topo.impairments:
+        st = stitched.get(frozenset(imp.link))
+        if st is None:
+            parts[p.node_host[imp.link[0]]].impairments.append(imp)
+            continue
+        x = stitch_bridge(st.vni)
+        for src, dst in imp.directions():
+            if imp.at == "sender":
+                host, link = p.node_host[src], (src, x)
+            else:
+                host, link = p.node_host[dst], (x, dst)
+            parts[host].impairments.append(imp.model_copy(update={"link": link, "direction": "forward"}))
+    return parts

@@ -57,6 +57,18 @@ class Host:
 
 
 @dataclass
+class VxlanEnd:
+    """One end of a link stitched between two testbed hosts (protolab.placement): a VXLAN device on this host's
+    bridge that carries the link's frames to the other host's."""
+
+    vni: int
+    local: str  # this host's underlay address
+    remote: str  # the other end's
+    port: int  # UDP destination port
+    mtu: int  # the link's MTU: the underlay's less the encapsulation
+
+
+@dataclass
 class Switch:
     """A Linux bridge in the root namespace.
 
@@ -71,6 +83,7 @@ class Switch:
     multicast_snooping: bool = False  # IGMP snooping; when on, the bridge is also the querier
     queue_frames: int = 100  # hub only: frames waiting for the medium (HUB_QUEUE_DOC)
     host: str | None = None  # the testbed host it must run on, with its members (protolab.placement)
+    vxlan: VxlanEnd | None = None  # a stitch bridge: one node's half of a link to another host (placement.split)
 
 
 @dataclass

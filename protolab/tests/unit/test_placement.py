@@ -127,3 +127,32 @@ def test_a_stitch_needs_underlay_addresses_and_one_port(tmp_path):
              "lab_b": {**TWO["lab_b"], "protolab_vxlan_port": 8472}}  # fmt: skip
     with pytest.raises(PlacementError, match="use VXLAN ports 4789 and 8472"):
         place(t, _inventory(tmp_path, ports))
+
+
+def test_split_gives_each_host_its_part_with_a_stitch_bridge_per_crossing_link(tmp_path):
+    inv = _inventory(tmp_path, TWO)
+    t = topofile.load(topofile.find("triangle"))  # r1-r2: 1544 kbit/s, 135 ms each way, 1 % loss r2 -> r1
+    p = place(t, inv)
+    parts = placement.split(t, p, inv)
+    a, b = parts["lab_a"], parts["lab_b"]
+    assert sorted(h.name for h in a.hosts) == ["h1", "h2", "r1"] and sorted(h.name for h in b.hosts) == ["h3", "r2"]
+    xa = next(s for s in a.switches if s.vxlan)
+    xb = next(s for s in b.switches if s.vxlan)
+    assert xa.name == xb.name == "x4200"
+    assert (xa.vxlan.local, xa.vxlan.remote, xb.vxlan.local, xb.vxlan.remote) == (
+        "192.0.2.10", "198.51.100.11", "198.51.100.11", "192.0.2.10")  # fmt: skip
+    assert xa.vxlan.mtu == 1450 and xa.vxlan.vni == 4200
+    # each half keeps its end's address and the link's rate
+    (ra,) = [lk for lk in a.links if "x4200" in (lk.node1, lk.node2)]
+    (rb,) = [lk for lk in b.links if "x4200" in (lk.node1, lk.node2)]
+    whole = next(lk for lk in t.links if {lk.node1, lk.node2} == {"r1", "r2"})
+    assert (ra.node1, ra.ip1, ra.rate_bps) == ("r1", whole.ip1, whole.rate_bps)
+    assert (rb.node1, rb.ip1, rb.rate_bps) == ("r2", whole.ip2, whole.rate_bps)
+    # every other link stays whole on its host, and nothing is lost or doubled
+    assert len(a.links) + len(b.links) == len(t.links) + 1
+    # impairments follow the packets: each direction's (at the sender) goes to its sending node's host
+    ia = [(i.link, i.direction, str(i.delay)) for i in a.impairments]
+    ib = [(i.link, i.direction, i.loss) for i in b.impairments]
+    assert [x[:2] for x in ia] == [(("r1", "x4200"), "forward")] and [x[:2] for x in ib] == [(("r2", "x4200"),
+                                                                                              "forward")]  # fmt: skip
+    assert ib[0][2] is not None and ib[0][2] > 0  # the 1 % loss of r2 -> r1
