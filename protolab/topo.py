@@ -16,7 +16,7 @@ import importlib.util
 import ipaddress
 import sys
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
@@ -108,6 +108,25 @@ class Topology:
     source: str | None = None  # the file it was read from (None: a generator or inline)
     ipv6: bool = True  # every addressed interface also gets its IPv4 address's IPv6 twin (v6_address)
     receive_cpu: str = "node"  # whose CPU kernel receive work is charged to (protolab.rxcpu.MODES)
+
+    def to_json(self) -> dict[str, Any]:
+        """Everything it holds, resolved (addresses, routes, impairments): what a testbed host's lab keeper is
+        given as its part of a lab over several hosts (from_json reads it back)."""
+        d = asdict(self)
+        d["impairments"] = [i.model_dump(mode="json") for i in self.impairments]  # with units, as a spec writes them
+        return d
+
+    @classmethod
+    def from_json(cls, d: dict[str, Any]) -> Topology:
+        d = dict(d)
+        hosts = [Host(**{**h, "routes": [tuple(r) for r in h.get("routes", [])],
+                         "interfaces": [Interface(**i) for i in h.get("interfaces", [])]})
+                 for h in d.pop("hosts", [])]  # fmt: skip
+        switches = [Switch(**{**s, "vxlan": VxlanEnd(**s["vxlan"]) if s.get("vxlan") else None})
+                    for s in d.pop("switches", [])]  # fmt: skip
+        links = [Link(**lk) for lk in d.pop("links", [])]
+        imps = [LinkImpairment.model_validate(i) for i in d.pop("impairments", [])]
+        return cls(hosts=hosts, switches=switches, links=links, impairments=imps, **d)
 
     def host(self, name: str) -> Host:
         for h in self.hosts:

@@ -156,3 +156,24 @@ def test_split_gives_each_host_its_part_with_a_stitch_bridge_per_crossing_link(t
     assert [x[:2] for x in ia] == [(("r1", "x4200"), "forward")] and [x[:2] for x in ib] == [(("r2", "x4200"),
                                                                                               "forward")]  # fmt: skip
     assert ib[0][2] is not None and ib[0][2] > 0  # the 1 % loss of r2 -> r1
+
+
+@pytest.mark.parametrize("kind", ["triangle", "converter_lan", "satellite", "dual_homed"])
+def test_a_topology_survives_json_as_a_keeper_is_given_it(tmp_path, kind):
+    """A host's part of a lab travels to its keeper as JSON: resolved addresses, routes, impairments, pins and
+    stitch ends come back equal."""
+    import json
+
+    from protolab.topo import Topology
+
+    if kind == "triangle":
+        t = topofile.load(topofile.find("triangle"))
+        inv = _inventory(tmp_path, TWO)
+        t = placement.split(t, place(t, inv), inv)["lab_a"]  # with a stitch bridge and its VXLAN end
+        assert any(s.vxlan for s in t.switches)
+    else:
+        t = TopologySpec(kind=kind, params={"layout": "converter_100_10"} if kind == "converter_lan" else {}).build()
+    back = Topology.from_json(json.loads(json.dumps(t.to_json())))
+    assert back.to_json() == t.to_json()  # impairments as their units write them (270 ms, not the float's last bit)
+    back.impairments, t.impairments = [], []
+    assert back == t
