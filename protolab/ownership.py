@@ -8,7 +8,8 @@
   that are added and not gone; a look-alike protolab did not make is never touched.
 - Every removal is best effort per object: a failure is reported and the entry kept for `clean`.
 
-Kinds (REMOVERS): process, container, network, compose, link, rule, host (settings to restore), run.
+Kinds (REMOVERS): process, container, network, compose, link, rule, host (settings to restore), engine (a Docker
+engine of an emulated testbed host, its containers and its directories), netns, run.
 Docker objects also carry the label `protolab.managed=true`, so those of a run whose ledger was lost (the
 state dir is on tmpfs: a reboot) are still found. Scopes split one run's ledger: `session` (monitoring,
 management network, host settings) and one per deployed lab, torn down on its own.
@@ -35,7 +36,7 @@ from .shell import ok, run
 
 RUN_ENV = "PROTOLAB_RUN"  # in the environment of the processes a lab starts; `clean` ends those of dead runs
 MONITORING_LEDGER = "monitoring"  # `protolab up` records the stack it starts here
-KIND_ORDER = ("process", "container", "link", "rule", "network", "compose", "host", "run")
+KIND_ORDER = ("process", "container", "link", "rule", "network", "compose", "host", "engine", "netns", "run")
 
 
 def state_dir() -> Path:
@@ -266,6 +267,28 @@ def _host(entry: dict[str, Any], _ctx: Context, remove: bool) -> bool:
     return True
 
 
+def _netns(entry: dict[str, Any], _ctx: Context, remove: bool) -> bool:
+    if not (Path("/run/netns") / entry["name"]).exists():
+        return False
+    if remove:
+        run(["ip", "netns", "del", entry["name"]])
+    return True
+
+
+def _engine(entry: dict[str, Any], _ctx: Context, remove: bool) -> bool:
+    """A Docker engine protolab started for an emulated testbed host (protolab.emuhost): its containers, the
+    daemon, and its data and exec roots."""
+    dirs = [Path(entry[k]) for k in ("data_root", "exec_root")]
+    up = entry.get("daemon_pid") is not None and alive(entry["daemon_pid"], entry.get("start"))
+    if not up and not any(d.exists() for d in dirs):
+        return False
+    if remove:
+        from . import emuhost
+
+        emuhost.stop_engine(entry)
+    return True
+
+
 def _run(entry: dict[str, Any], _ctx: Context, remove: bool) -> bool:
     """A run's own process and everything it started (RUN_ENV); finalizes its results folder if it died."""
     pids = processes_of_run(entry["run"])
@@ -287,6 +310,8 @@ REMOVERS: dict[str, Callable[[dict[str, Any], Context, bool], bool]] = {
     "network": _network,
     "compose": _compose,
     "host": _host,
+    "engine": _engine,
+    "netns": _netns,
     "run": _run,
 }
 
@@ -301,13 +326,15 @@ def describe(entry: dict[str, Any]) -> str:
         return f"compose project {entry['project']}"
     if k == "host":
         return "host settings changed by the run"
+    if k == "engine":
+        return f"Docker engine {entry['name']} (pid {entry.get('daemon_pid')}, {entry.get('sock')})"
     return f"{k} {entry['name']}"
 
 
 # -- the ledger -----------------------------------------------------------------------------------------------
 
 
-_NOT_IDENTITY = ("op", "scope", "t", "ifindex", "start", "before", "dir", "keep")
+_NOT_IDENTITY = ("op", "scope", "t", "ifindex", "start", "before", "dir", "keep", "daemon_pid")
 
 
 def _key(entry: dict[str, Any]) -> str:

@@ -1,0 +1,174 @@
+"""Testbed hosts emulated on one machine (issue 18, item 5): each a network namespace with a Docker engine of its
+own, all joined by an underlay bridge, so that a lab over several hosts can be deployed and tested without a
+second machine.
+
+    hosts = emuhost.start(["host_a", "host_b"], ledger)   # namespaces, underlay, engines
+    inventory = emuhost.write_inventory(hosts, path)       # for protolab.placement
+    ...
+    ledger.sweep()                                          # or `protolab clean`: engines, namespaces, links
+
+The engine runs with its own data-root, exec-root and socket, no iptables and no bridge, entered with
+`nsenter --net` rather than `ip netns exec`: the latter remounts /sys for the namespace, which hides the cgroup
+hierarchies dockerd needs ("Devices cgroup isn't mounted"). It starts with no images; load_image() copies one
+from the main engine (docker save | docker load). Every object goes into the run's ledger before it is made
+(kinds netns, link, engine), so teardown and `protolab clean` remove exactly these.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import ipaddress
+import os
+import signal
+import subprocess
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from . import ownership
+from .errors import LabError
+from .shell import run
+
+PREFIX = "plab-emu-"
+UNDERLAY_BRIDGE = "plab-emu-ul"
+UNDERLAY_NET = ipaddress.ip_network("10.255.98.0/24")
+STATE = Path("/run/protolab-emu")
+DATA = Path("/var/lib/protolab-emu")
+ENGINE_TIMEOUT = 60.0
+
+
+@dataclass
+class EmulatedHost:
+    name: str
+    ns: str
+    underlay: str  # its address on the underlay bridge
+    sock: Path
+    data_root: Path
+    exec_root: Path
+    pid: int | None = None
+
+    @property
+    def engine(self) -> str:
+        return f"unix://{self.sock}"
+
+    def docker(self, *args: str, **kw: Any) -> str:
+        """The docker CLI against this host's engine."""
+        return run(["docker", "-H", self.engine, *args], **kw)
+
+
+def _in_ns(ns: str, cmd: list[str]) -> list[str]:
+    return ["nsenter", f"--net=/run/netns/{ns}", *cmd]
+
+
+def start(names: list[str], ledger: ownership.Ledger) -> list[EmulatedHost]:
+    """One emulated host per name (letters, digits, _), joined by UNDERLAY_BRIDGE, each engine answering."""
+    if len(names) > UNDERLAY_NET.num_addresses - 3:
+        raise LabError(f"{len(names)} emulated hosts: more than the underlay {UNDERLAY_NET} holds")
+    hosts = []
+    ledger.link(UNDERLAY_BRIDGE)
+    run(["ip", "link", "add", UNDERLAY_BRIDGE, "type", "bridge"])
+    run(["ip", "link", "set", UNDERLAY_BRIDGE, "up"])
+    for i, name in enumerate(names, start=1):
+        ns = f"{PREFIX}{name}"[:32]
+        ledger.add("netns", name=ns)
+        run(["ip", "netns", "add", ns])
+        run(_in_ns(ns, ["ip", "link", "set", "lo", "up"]))
+        root_end = f"plab-eu{i}"
+        ledger.link(root_end)
+        run(["ip", "link", "add", root_end, "type", "veth", "peer", "name", "ul0", "netns", ns])
+        run(["ip", "link", "set", root_end, "master", UNDERLAY_BRIDGE, "up"])
+        addr = str(list(UNDERLAY_NET.hosts())[i])
+        run(_in_ns(ns, ["ip", "addr", "add", f"{addr}/{UNDERLAY_NET.prefixlen}", "dev", "ul0"]))
+        run(_in_ns(ns, ["ip", "link", "set", "ul0", "up"]))
+        h = EmulatedHost(name, ns, addr, STATE / name / "docker.sock", DATA / name / "docker", STATE / name / "exec")
+        _start_engine(h, ledger)
+        hosts.append(h)
+    ledger.confirm_links()
+    return hosts
+
+
+def _start_engine(h: EmulatedHost, ledger: ownership.Ledger) -> None:
+    entry = ledger.add("engine", name=h.name, sock=str(h.sock), data_root=str(h.data_root),
+                       exec_root=str(h.exec_root))  # fmt: skip
+    for d in (h.sock.parent, h.data_root, h.exec_root):
+        d.mkdir(parents=True, exist_ok=True)
+    log = open(h.sock.parent / "dockerd.log", "ab")  # noqa: SIM115 (the daemon keeps it)
+    cmd = _in_ns(h.ns, ["dockerd", "--data-root", str(h.data_root), "--exec-root", str(h.exec_root),
+                        "--host", h.engine, "--pidfile", str(h.sock.parent / "docker.pid"), "--iptables=false",
+                        "--ip6tables=false", "--bridge=none", "--ip-forward=false", "--ip-masq=false"])  # fmt: skip
+    proc = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
+    deadline = time.monotonic() + ENGINE_TIMEOUT
+    while time.monotonic() < deadline:
+        if proc.poll() is not None:
+            tail = (h.sock.parent / "dockerd.log").read_text(errors="replace").strip().splitlines()[-3:]
+            raise LabError(f"emulated host {h.name}: dockerd exited {proc.returncode}: {' | '.join(tail)}")
+        if subprocess.run(["docker", "-H", h.engine, "info"], capture_output=True).returncode == 0:
+            break
+        time.sleep(0.3)
+    else:
+        raise LabError(f"emulated host {h.name}: dockerd did not answer on {h.sock} within {ENGINE_TIMEOUT:g} s")
+    h.pid = proc.pid  # nsenter execs dockerd: the same process
+    ledger.made(entry, daemon_pid=proc.pid, start=ownership.start_time(proc.pid))
+
+
+def stop_engine(entry: dict[str, Any]) -> None:
+    """An engine's containers removed, the daemon stopped (SIGTERM, then SIGKILL after 20 s), its roots gone."""
+    sock, pid = entry["sock"], entry.get("daemon_pid")
+    if pid is not None and _running(pid, entry.get("start")):
+        ids = subprocess.run(["docker", "-H", f"unix://{sock}", "ps", "-aq"], capture_output=True, text=True,
+                             timeout=60).stdout.split()  # fmt: skip
+        if ids:
+            subprocess.run(["docker", "-H", f"unix://{sock}", "rm", "-f", *ids], capture_output=True, timeout=120)
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(pid, signal.SIGTERM)
+        deadline = time.monotonic() + 20
+        while _running(pid, entry.get("start")) and time.monotonic() < deadline:
+            time.sleep(0.1)
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(pid, signal.SIGKILL)
+        _running(pid, entry.get("start"))  # reaps it, when this process started it
+    for key in ("exec_root", "data_root"):
+        d = Path(entry[key])
+        if d.exists():
+            mounts = [ln.split()[1] for ln in Path("/proc/mounts").read_text().splitlines()
+                      if ln.split()[1].startswith(str(d))]  # fmt: skip
+            for m in sorted(mounts, key=len, reverse=True):
+                run(["umount", "-l", m], check=False)
+            run(["rm", "-rf", str(d)])
+    run(["rm", "-rf", str(Path(sock).parent)])  # the socket, pid file and log
+    for d in (Path(entry["data_root"]).parent, STATE, DATA):
+        with contextlib.suppress(OSError):
+            d.rmdir()  # when empty
+
+
+def _running(pid: int, start: int | None) -> bool:
+    """Alive and not a zombie (a zombie child of this process is reaped here)."""
+    with contextlib.suppress(ChildProcessError, OSError):
+        os.waitpid(pid, os.WNOHANG)
+    if not ownership.alive(pid, start):
+        return False
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] != "Z"
+    except OSError:
+        return False
+
+
+def load_image(h: EmulatedHost, ref: str) -> None:
+    """Copy an image from the main engine into the emulated host's (nothing is pulled)."""
+    save = subprocess.Popen(["docker", "save", ref], stdout=subprocess.PIPE)
+    load = subprocess.run(["docker", "-H", h.engine, "load", "-q"], stdin=save.stdout, capture_output=True, text=True)
+    save.wait()
+    if save.returncode != 0 or load.returncode != 0:
+        raise LabError(f"emulated host {h.name}: could not copy image {ref}: {load.stderr.strip()}")
+
+
+def write_inventory(hosts: list[EmulatedHost], path: Path, cpus: float = 1.0) -> Path:
+    """An Ansible inventory naming the emulated hosts, as protolab.placement reads one."""
+    doc = {"testbed": {"hosts": {h.name: {"protolab_underlay": h.underlay, "protolab_engine": h.engine,
+                                          "protolab_cpus": cpus, "protolab_netns": h.ns} for h in hosts}}}  # fmt: skip
+    path.write_text("# emulated testbed hosts (protolab.emuhost): network namespaces on this machine\n"
+                    + yaml.safe_dump(doc, sort_keys=False))  # fmt: skip
+    return path
