@@ -16,10 +16,7 @@ from the main engine (docker save | docker load). Every object goes into the run
 
 from __future__ import annotations
 
-import contextlib
 import ipaddress
-import os
-import signal
 import subprocess
 import time
 from dataclasses import dataclass
@@ -112,48 +109,6 @@ def _start_engine(h: EmulatedHost, ledger: ownership.Ledger) -> None:
         raise LabError(f"emulated host {h.name}: dockerd did not answer on {h.sock} within {ENGINE_TIMEOUT:g} s")
     h.pid = proc.pid  # nsenter execs dockerd: the same process
     ledger.made(entry, daemon_pid=proc.pid, start=ownership.start_time(proc.pid))
-
-
-def stop_engine(entry: dict[str, Any]) -> None:
-    """An engine's containers removed, the daemon stopped (SIGTERM, then SIGKILL after 20 s), its roots gone."""
-    sock, pid = entry["sock"], entry.get("daemon_pid")
-    if pid is not None and _running(pid, entry.get("start")):
-        ids = subprocess.run(["docker", "-H", f"unix://{sock}", "ps", "-aq"], capture_output=True, text=True,
-                             timeout=60).stdout.split()  # fmt: skip
-        if ids:
-            subprocess.run(["docker", "-H", f"unix://{sock}", "rm", "-f", *ids], capture_output=True, timeout=120)
-        with contextlib.suppress(ProcessLookupError):
-            os.kill(pid, signal.SIGTERM)
-        deadline = time.monotonic() + 20
-        while _running(pid, entry.get("start")) and time.monotonic() < deadline:
-            time.sleep(0.1)
-        with contextlib.suppress(ProcessLookupError):
-            os.kill(pid, signal.SIGKILL)
-        _running(pid, entry.get("start"))  # reaps it, when this process started it
-    for key in ("exec_root", "data_root"):
-        d = Path(entry[key])
-        if d.exists():
-            mounts = [ln.split()[1] for ln in Path("/proc/mounts").read_text().splitlines()
-                      if ln.split()[1].startswith(str(d))]  # fmt: skip
-            for m in sorted(mounts, key=len, reverse=True):
-                run(["umount", "-l", m], check=False)
-            run(["rm", "-rf", str(d)])
-    run(["rm", "-rf", str(Path(sock).parent)])  # the socket, pid file and log
-    for d in (Path(entry["data_root"]).parent, STATE, DATA):
-        with contextlib.suppress(OSError):
-            d.rmdir()  # when empty
-
-
-def _running(pid: int, start: int | None) -> bool:
-    """Alive and not a zombie (a zombie child of this process is reaped here)."""
-    with contextlib.suppress(ChildProcessError, OSError):
-        os.waitpid(pid, os.WNOHANG)
-    if not ownership.alive(pid, start):
-        return False
-    try:
-        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] != "Z"
-    except OSError:
-        return False
 
 
 def load_image(h: EmulatedHost, ref: str) -> None:

@@ -29,7 +29,7 @@ from typing import Any
 import docker
 import docker.errors
 
-from . import dockerhost, firewall, impair, naming, nicfilter, ownership, rxcpu, topo
+from . import dockerhost, firewall, impair, naming, nicfilter, ownership, rxcpu, stitch, topo
 from .errors import ExecTimeoutError, LabError, ProtolabError
 from .hoststats import parse_proc_net_dev
 from .impair import Endpoint
@@ -108,9 +108,11 @@ def node_classes():
         """A Linux bridge in the root namespace: learning switch, or shared-capacity hub."""
 
         def __init__(self, name: str, run_id: str, mode: str = "switch", capacity_bps: float | None = None,
-                     multicast_snooping: bool = False, queue_frames: int = 100, **params: Any) -> None:  # fmt: skip
+                     multicast_snooping: bool = False, queue_frames: int = 100, vxlan: Any = None,
+                     **params: Any) -> None:  # fmt: skip
             self.mode, self.capacity_bps, self.multicast_snooping = mode, capacity_bps, multicast_snooping
             self.queue_frames = queue_frames
+            self.vxlan = vxlan  # a stitch bridge: its half of a link to another testbed host (protolab.stitch)
             self.run_id = run_id
             super().__init__(name, stp=False, **params)
 
@@ -132,6 +134,9 @@ def node_classes():
                 _disable_ipv6(port)
                 _frames_not_superpackets(port)
                 run(["ip", "link", "set", "dev", port, "master", br, "up"])
+            if self.vxlan is not None:
+                stitch.set_mtu(ports, self.vxlan.mtu)
+                stitch.attach(br, self.vxlan)
             run(["ip", "link", "set", "dev", br, "up"])
             if hub:
                 self._start_medium(ports)
@@ -399,6 +404,8 @@ class Lab:
             self.ledger.link(names[sw.name])
             if sw.mode == "hub":
                 self.ledger.link(names[sw.name] + "-ifb")
+            if sw.vxlan is not None:
+                self.ledger.link(stitch.vxlan_name(sw.vxlan.vni))
             net.addSwitch(
                 names[sw.name],
                 cls=bridge,
@@ -407,6 +414,7 @@ class Lab:
                 capacity_bps=sw.capacity_bps,
                 multicast_snooping=sw.multicast_snooping,
                 queue_frames=sw.queue_frames,
+                vxlan=sw.vxlan,
                 dpid=f"{i:016x}",
             )  # fmt: skip (dpid: any name)
         for lk in self.topology.links:
@@ -423,10 +431,21 @@ class Lab:
             self.link_ends[(lk.node1, lk.node2)] = ends  # type: ignore[assignment]
         net.build()
         net.start()
+        self._stitch_mtus()
         self.ledger.confirm_links()
         for node in [*net.hosts, *net.switches]:
             if node.shell is not None:
                 self.ledger.process(node.shell.pid)
+
+    def _stitch_mtus(self) -> None:
+        """A node's interface on a link stitched to another host gets the tunnel's MTU (its bridge port got it
+        when the bridge started), so that a larger frame is refused at the sender, not lost in the tunnel."""
+        stitched = {sw.name: sw.vxlan for sw in self.topology.switches if sw.vxlan is not None}
+        for lk in self.topology.links:
+            for end, (node, other) in enumerate(((lk.node1, lk.node2), (lk.node2, lk.node1))):
+                if other in stitched and node in self.nodes:
+                    intf = self.link_ends[(lk.node1, lk.node2)][end].intf
+                    stitch.set_mtu([intf], stitched[other].mtu, ns=None, pid=self.nodes[node].pid)
 
     def _impair(self) -> None:
         """Shape every link's rate and apply the spec's impairments (validated by the spec) per direction."""

@@ -22,6 +22,7 @@ import datetime as dt
 import json
 import os
 import signal
+import subprocess
 import sys
 import threading
 import time
@@ -279,14 +280,54 @@ def _engine(entry: dict[str, Any], _ctx: Context, remove: bool) -> bool:
     """A Docker engine protolab started for an emulated testbed host (protolab.emuhost): its containers, the
     daemon, and its data and exec roots."""
     dirs = [Path(entry[k]) for k in ("data_root", "exec_root")]
-    up = entry.get("daemon_pid") is not None and alive(entry["daemon_pid"], entry.get("start"))
+    up = entry.get("daemon_pid") is not None and _running(entry["daemon_pid"], entry.get("start"))
     if not up and not any(d.exists() for d in dirs):
         return False
     if remove:
-        from . import emuhost
-
-        emuhost.stop_engine(entry)
+        stop_engine(entry)
     return True
+
+
+def stop_engine(entry: dict[str, Any]) -> None:
+    """An engine's containers removed, the daemon stopped (SIGTERM, then SIGKILL after 20 s), its roots gone."""
+    sock, pid = entry["sock"], entry.get("daemon_pid")
+    if pid is not None and _running(pid, entry.get("start")):
+        ids = subprocess.run(["docker", "-H", f"unix://{sock}", "ps", "-aq"], capture_output=True, text=True,
+                             timeout=60).stdout.split()  # fmt: skip
+        if ids:
+            subprocess.run(["docker", "-H", f"unix://{sock}", "rm", "-f", *ids], capture_output=True, timeout=120)
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(pid, signal.SIGTERM)
+        deadline = time.monotonic() + 20
+        while _running(pid, entry.get("start")) and time.monotonic() < deadline:
+            time.sleep(0.1)
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(pid, signal.SIGKILL)
+        _running(pid, entry.get("start"))  # reaps it, when this process started it
+    for key in ("exec_root", "data_root"):
+        d = Path(entry[key])
+        if d.exists():
+            mounts = [ln.split()[1] for ln in Path("/proc/mounts").read_text().splitlines()
+                      if ln.split()[1].startswith(str(d))]  # fmt: skip
+            for m in sorted(mounts, key=len, reverse=True):
+                run(["umount", "-l", m], check=False)
+            run(["rm", "-rf", str(d)])
+    run(["rm", "-rf", str(Path(sock).parent)])  # the socket, pid file and log
+    for d in (Path(entry["data_root"]).parent, Path(entry["data_root"]).parent.parent, Path(sock).parent.parent):
+        with contextlib.suppress(OSError):
+            d.rmdir()  # when empty: the host's folder, then the emulated hosts' roots
+
+
+def _running(pid: int, start: int | None) -> bool:
+    """Alive and not a zombie (a zombie child of this process is reaped here)."""
+    with contextlib.suppress(ChildProcessError, OSError):
+        os.waitpid(pid, os.WNOHANG)
+    if not alive(pid, start):
+        return False
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] != "Z"
+    except OSError:
+        return False
 
 
 def _run(entry: dict[str, Any], _ctx: Context, remove: bool) -> bool:

@@ -22,7 +22,9 @@ def vxlan_name(vni: int) -> str:
     return f"vx{vni}"
 
 
-def _in(ns: str | None, cmd: Sequence[str]) -> list[str]:
+def _in(ns: str | None, cmd: Sequence[str], pid: int | None = None) -> list[str]:
+    if pid is not None:  # a container's namespace, by a process in it
+        return ["nsenter", "-t", str(pid), "-n", *cmd]
     return (["ip", "netns", "exec", ns] if ns else []) + list(cmd)
 
 
@@ -36,10 +38,10 @@ def attach(bridge: str, end: VxlanEnd, ns: str | None = None) -> str:
     return dev
 
 
-def set_mtu(interfaces: Sequence[str], mtu: int, ns: str | None = None) -> None:
-    """The stitch's MTU on a bridge port or a node's interface (`ns`: the node's or host's namespace)."""
+def set_mtu(interfaces: Sequence[str], mtu: int, ns: str | None = None, pid: int | None = None) -> None:
+    """The stitch's MTU on a bridge port or a node's interface (`ns`: a named namespace; `pid`: a process's)."""
     for i in interfaces:
-        run(_in(ns, ["ip", "link", "set", "dev", i, "mtu", str(mtu)]))
+        run(_in(ns, ["ip", "link", "set", "dev", i, "mtu", str(mtu)], pid))
 
 
 def detach(end: VxlanEnd, ns: str | None = None) -> None:
