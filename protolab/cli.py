@@ -293,7 +293,8 @@ def main(argv: list[str] | None = None) -> int:
                         "stops as INVALID naming them (default 60)")  # fmt: skip
     r.add_argument("--resume", metavar="RUN_DIR",
                    help="carry on an interrupted run of the same spec (its checks, tables, plots, derived results "
-                        "and discussion may have changed): measure only what rows.jsonl lacks")  # fmt: skip
+                        "and discussion may have changed): measure what rows.jsonl lacks, and again what the run "
+                        "guard invalidated")  # fmt: skip
     r.add_argument("--live", action=argparse.BooleanOptionalAction, default=None,
                    help="a live terminal view on stderr, refreshed every second from Prometheus: per node CPU "
                         "cores, packets/s in and out, delay p99, the active faults, and the run's progress "

@@ -241,16 +241,52 @@ class ExperimentRun:
         from ..results.store import SUMMARY, load_json
 
         self.rows, self.fault_rows = self.rows_log.read(), self.faults_log.read()
+        remeasure: list[str] = []
         if (self.rundir.path / SUMMARY).exists():
             before = load_json(self.rundir.path / SUMMARY)
-            gone = ("interrupted", "the run's process", "nothing was measured")  # what the resume undoes
-            self.invalid += [r for r in before.get("invalid_reasons", []) if not r.startswith(gone)]
-            self.guard |= before.get("guard") or {}
+            # measurements the run guard invalidated (the machine was busy) are measured again
+            remeasure = sorted(k for k, g in (before.get("guard") or {}).items() if g.get("reasons"))
+            undone = ("interrupted", "the run's process", "nothing was measured",
+                      *(f"{k.replace('/', ' rep ')} (" for k in remeasure))  # fmt: skip
+            self.invalid += [r for r in before.get("invalid_reasons", []) if not r.startswith(undone)]
+            self.guard |= {k: g for k, g in (before.get("guard") or {}).items() if k not in remeasure}
+        if remeasure:
+            self._forget(set(remeasure))
         self.manifest = self.rundir.manifest()
         self.manifest["spec"] = self.plan.raw  # differs at most in REPORT_KEYS: the results read today's
         self.manifest.setdefault("resumed", []).append({
             "at": dt.datetime.now(dt.UTC).isoformat(), "rows_before": len(self.rows), "images": images,
-            "git_commit": environment.git_commit(), "report_keys_changed": self.report_changed})  # fmt: skip
+            "git_commit": environment.git_commit(), "report_keys_changed": self.report_changed,
+            "remeasured": remeasure})  # fmt: skip
+
+    def _forget(self, measurements: set[str]) -> None:
+        """Drop `point/repetition` measurements from the rows, rows.jsonl and the raw series, so that the resumed
+        run measures them again."""
+        import csv
+
+        from ..results.store import RAW, JsonLog
+
+        def gone(point: Any, rep: Any) -> bool:
+            return f"{point}/{rep}" in measurements
+
+        self.rows = [r for r in self.rows if not gone(r["point"], r["repetition"])]
+        tmp = self.rows_log.path.with_suffix(".tmp")
+        tmp.unlink(missing_ok=True)
+        for r in self.rows:
+            JsonLog(tmp).append(r)
+        tmp.touch()
+        tmp.replace(self.rows_log.path)
+        raw = self.rundir.path / RAW
+        if raw.exists():
+            with raw.open(newline="") as f, raw.with_suffix(".tmp").open("w", newline="") as g:
+                rd, wr = csv.reader(f), csv.writer(g, lineterminator="\n")
+                wr.writerow(next(rd, []))
+                wr.writerows(row for row in rd if not (len(row) > 1 and gone(row[0], row[1])))
+            raw.with_suffix(".tmp").replace(raw)
+        for k in measurements:
+            point, rep = k.split("/")
+            for f in (self.rundir.path / "raw" / "tasks").glob(f"{point}-r{rep}-*.json"):
+                f.unlink()
 
     def _removed_leftovers(self) -> None:
         """What killed runs left (swept by their ledgers before anything is made) goes into the manifest."""

@@ -55,3 +55,40 @@ def test_progress_of_a_resumed_run_counts_what_it_had(capsys, monkeypatch):
     out = capsys.readouterr().out.splitlines()
     assert out[0].startswith("[5/10  40% elapsed 10s ETA ?] p004")
     assert out[1].startswith("[6/10  50% elapsed 30s ETA 150s] p005"), out[1]
+
+
+def test_a_resume_measures_again_what_the_guard_invalidated(tmp_path):
+    """A measurement the run guard invalidated (the machine was busy) is dropped on resume: its row, its raw
+    samples and task outputs, its invalid reason and guard entry; the others stay."""
+    import json
+
+    from protolab.results.store import JsonLog, RunDir
+
+    run_dir = RunDir.create(tmp_path / "results", "x", "20261126T000000Z-abcd")
+    rows = [{"point": "p000", "repetition": 0, "a_ratio": 1.0}, {"point": "p001", "repetition": 0, "a_ratio": 2.0},
+            {"point": "p001", "repetition": 1, "a_ratio": 3.0}]  # fmt: skip
+    for r in rows:
+        JsonLog(run_dir.path / "rows.jsonl").append(r)
+    (run_dir.path / "raw" / "tasks").mkdir(parents=True)
+    (run_dir.path / "raw" / "tasks" / "p001-r0-send-t.json").write_text("{}")
+    (run_dir.path / "raw" / "tasks" / "p001-r1-send-t.json").write_text("{}")
+    (run_dir.path / "raw" / "series.csv").write_text(
+        "point,repetition,phase,series,labels,timestamp_seconds,value\n"
+        "p000,0,send,s,{},1,1\np001,0,send,s,{},2,2\np001,1,send,s,{},3,3\n")  # fmt: skip
+    busy = {"figures": {}, "reasons": ["host CPU 97% busy (> 95%)"]}
+    (run_dir.path / "summary.json").write_text(json.dumps({
+        "invalid_reasons": ["p001 rep 0 (rate=1): host CPU 97% busy (> 95%)", "interrupted (SIGINT) after 3"],
+        "guard": {"p000/0": {"figures": {}, "reasons": []}, "p001/0": busy, "p001/1": {"figures": {}, "reasons": []}},
+    }))  # fmt: skip
+    run_dir.write_json("manifest.json", {"experiment": "x", "run_id": run_dir.run_id, "spec": SPEC, "points": []})
+    r = _run(SPEC, SPEC)
+    r.rundir, r.invalid, r.guard = run_dir, [], {}
+    r.rows_log, r.faults_log = JsonLog(run_dir.path / "rows.jsonl"), JsonLog(run_dir.path / "faults.jsonl")
+    r._carry_on({})
+    assert [(x["point"], x["repetition"]) for x in r.rows] == [("p000", 0), ("p001", 1)]
+    on_disk = JsonLog(run_dir.path / "rows.jsonl").read()
+    assert [(x["point"], x["repetition"]) for x in on_disk] == [("p000", 0), ("p001", 1)]
+    assert r.invalid == [] and set(r.guard) == {"p000/0", "p001/1"}
+    assert "p001,0," not in (run_dir.path / "raw" / "series.csv").read_text()
+    assert sorted(f.name for f in (run_dir.path / "raw" / "tasks").iterdir()) == ["p001-r1-send-t.json"]
+    assert r.manifest["resumed"][-1]["remeasured"] == ["p001/0"]
