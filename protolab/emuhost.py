@@ -1,6 +1,6 @@
 """Testbed hosts emulated on one machine (issue 18, item 5): each a network namespace with a Docker engine of its
-own, all joined by an underlay bridge, so that a lab over several hosts can be deployed and tested without a
-second machine.
+own, all joined by an underlay bridge (in a namespace of its own), so that a lab over several hosts can be
+deployed and tested without a second machine.
 
     hosts = emuhost.start(["host_a", "host_b"], ledger)   # namespaces, underlay, engines
     inventory = emuhost.write_inventory(hosts, path)       # for protolab.placement
@@ -11,7 +11,7 @@ The engine runs with its own data-root, exec-root and socket, no iptables and no
 `nsenter --net` rather than `ip netns exec`: the latter remounts /sys for the namespace, which hides the cgroup
 hierarchies dockerd needs ("Devices cgroup isn't mounted"). It starts with no images; load_image() copies one
 from the main engine (docker save | docker load). Every object goes into the run's ledger before it is made
-(kinds netns, link, engine), so teardown and `protolab clean` remove exactly these.
+(kinds netns and engine), so teardown and `protolab clean` remove exactly these.
 """
 
 from __future__ import annotations
@@ -30,7 +30,10 @@ from .errors import LabError
 from .shell import run
 
 PREFIX = "plab-emu-"
-UNDERLAY_BRIDGE = "plab-emu-ul"
+UNDERLAY_NS = "plab-emu-underlay"  # the "switch" between the hosts: a namespace of its own, not the root's, so
+# that the root namespace's firewall (Docker's FORWARD policy DROP, with bridged frames passed to iptables)
+# never sees the hosts' traffic
+UNDERLAY_BRIDGE = "ul"
 UNDERLAY_NET = ipaddress.ip_network("10.255.98.0/24")
 STATE = Path("/run/protolab-emu")
 DATA = Path("/var/lib/protolab-emu")
@@ -65,25 +68,24 @@ def start(names: list[str], ledger: ownership.Ledger) -> list[EmulatedHost]:
     if len(names) > UNDERLAY_NET.num_addresses - 3:
         raise LabError(f"{len(names)} emulated hosts: more than the underlay {UNDERLAY_NET} holds")
     hosts = []
-    ledger.link(UNDERLAY_BRIDGE)
-    run(["ip", "link", "add", UNDERLAY_BRIDGE, "type", "bridge"])
-    run(["ip", "link", "set", UNDERLAY_BRIDGE, "up"])
+    ledger.add("netns", name=UNDERLAY_NS)
+    run(["ip", "netns", "add", UNDERLAY_NS])
+    run(_in_ns(UNDERLAY_NS, ["ip", "link", "add", UNDERLAY_BRIDGE, "type", "bridge"]))
+    run(_in_ns(UNDERLAY_NS, ["ip", "link", "set", UNDERLAY_BRIDGE, "up"]))
     for i, name in enumerate(names, start=1):
         ns = f"{PREFIX}{name}"[:32]
         ledger.add("netns", name=ns)
         run(["ip", "netns", "add", ns])
         run(_in_ns(ns, ["ip", "link", "set", "lo", "up"]))
-        root_end = f"plab-eu{i}"
-        ledger.link(root_end)
-        run(["ip", "link", "add", root_end, "type", "veth", "peer", "name", "ul0", "netns", ns])
-        run(["ip", "link", "set", root_end, "master", UNDERLAY_BRIDGE, "up"])
+        port = f"h{i}"  # the underlay's port toward the host (the pair goes with the namespaces)
+        run(_in_ns(ns, ["ip", "link", "add", "ul0", "type", "veth", "peer", "name", port, "netns", UNDERLAY_NS]))
+        run(_in_ns(UNDERLAY_NS, ["ip", "link", "set", port, "master", UNDERLAY_BRIDGE, "up"]))
         addr = str(list(UNDERLAY_NET.hosts())[i])
         run(_in_ns(ns, ["ip", "addr", "add", f"{addr}/{UNDERLAY_NET.prefixlen}", "dev", "ul0"]))
         run(_in_ns(ns, ["ip", "link", "set", "ul0", "up"]))
         h = EmulatedHost(name, ns, addr, STATE / name / "docker.sock", DATA / name / "docker", STATE / name / "exec")
         _start_engine(h, ledger)
         hosts.append(h)
-    ledger.confirm_links()
     return hosts
 
 

@@ -35,6 +35,7 @@ from pydantic import ValidationError
 from . import naming, ownership, topo, topofile
 from .errors import LabError, ProtolabError, SpecError
 from .model.impairment import Impairment, LinkImpairment
+from .results.store import new_run_id
 from .spec import EXPERIMENTS_DIR, NodeSpec, TopologySpec, node_settings
 from .topo import Topology
 
@@ -64,6 +65,7 @@ class Request:
     params: dict[str, Any] = field(default_factory=dict)
     node_filter: list[str] = field(default_factory=list)
     backend: str = "auto"
+    part: dict[str, Any] | None = None  # a resolved Topology (to_json): one testbed host's part (protolab.multilab)
 
 
 @dataclass
@@ -82,6 +84,10 @@ def prepare(req: Request) -> Prepared:
     """Resolve and validate everything before anything is created (errors name the file, field and reason)."""
     nodes: dict[str, NodeSpec] = {"default": NodeSpec()}
     impairments: list[LinkImpairment] = []
+    if req.part is not None:  # addresses, routes and impairments were resolved on the whole lab before the split
+        t = Topology.from_json(req.part)
+        images, cpus, commands = node_settings(t, nodes)
+        return Prepared(t.kind, t, images, cpus, commands, list(t.impairments), f"{req.source} (a part of {t.kind})")
     path = Path(req.source)
     experiment = EXPERIMENTS_DIR / f"{req.source}.yaml"
     if not path.exists() and experiment.exists() and req.source not in topofile.builtin_files():
@@ -215,7 +221,9 @@ class Keeper:
         from .lab import Lab
 
         p = prepare(self.req)
-        run_id = "lab-" + dt.datetime.now(dt.UTC).strftime("%Y%m%dT%H%M%SZ")
+        # unique even for keepers started in the same second (a lab over several hosts starts one per host, and a
+        # run's processes are found by this id when it is torn down)
+        run_id = "lab-" + new_run_id()
         ledger = ownership.begin_run(run_id, None)
         backend = None
         if self.req.backend != "auto":

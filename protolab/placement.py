@@ -57,6 +57,7 @@ class TestbedHost(Strict):
     cpus: float = Field(1.0, gt=0, description="protolab_cpus: cores it gives to nodes (balancing weight)")
     vxlan_port: int = Field(4789, ge=1, le=65535, description="protolab_vxlan_port: UDP port of the tunnels")
     underlay_mtu: int = Field(1500, ge=1280, le=65535, description="protolab_underlay_mtu")
+    netns: str | None = Field(None, description="protolab_netns: an emulated host's network namespace (emuhost)")
 
 
 @dataclass
@@ -89,7 +90,7 @@ def load_inventory(path: Path | str = DEFAULT_INVENTORY) -> Inventory:
     for name, hv in group["hosts"].items():
         v = {**common, **(hv or {})}
         try:
-            extra = {k: v[f"protolab_{k}"] for k in ("engine", "cpus", "vxlan_port", "underlay_mtu")
+            extra = {k: v[f"protolab_{k}"] for k in ("engine", "cpus", "vxlan_port", "underlay_mtu", "netns")
                      if f"protolab_{k}" in v}  # fmt: skip
             underlay = v.get("protolab_underlay", v.get("ansible_host"))
             hosts.append(TestbedHost(name=str(name), address=v.get("ansible_host"), underlay=underlay, **extra))

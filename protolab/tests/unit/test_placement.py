@@ -169,8 +169,9 @@ def test_a_topology_survives_json_as_a_keeper_is_given_it(tmp_path, kind):
     if kind == "triangle":
         t = topofile.load(topofile.find("triangle"))
         inv = _inventory(tmp_path, TWO)
-        t = placement.split(t, place(t, inv), inv)["lab_a"]  # with a stitch bridge and its VXLAN end
-        assert any(s.vxlan for s in t.switches)
+        t = placement.split(t, place(t, inv), inv)["lab_b"]  # with a stitch bridge, its VXLAN end, 1 % loss
+        assert any(s.vxlan for s in t.switches) and any(i.loss for i in t.impairments)
+        t.impairments[0] = t.impairments[0].model_copy(update={"loss": 0.07, "duplicate": 0.001})
     else:
         t = TopologySpec(kind=kind, params={"layout": "converter_100_10"} if kind == "converter_lan" else {}).build()
     back = Topology.from_json(json.loads(json.dumps(t.to_json())))
