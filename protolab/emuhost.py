@@ -10,8 +10,8 @@ deployed and tested without a second machine.
 The engine runs with its own data-root, exec-root and socket, no iptables and no bridge, entered with
 `nsenter --net` rather than `ip netns exec`: the latter remounts /sys for the namespace, which hides the cgroup
 hierarchies dockerd needs ("Devices cgroup isn't mounted"). It starts with no images; load_image() copies one
-from the main engine (docker save | docker load). Every object goes into the run's ledger before it is made
-(kinds netns and engine), so teardown and `protolab clean` remove exactly these.
+from the main engine (docker save, then docker load into each). Every object goes into the run's ledger before
+it is made (kinds netns and engine), so teardown and `protolab clean` remove exactly these.
 """
 
 from __future__ import annotations
@@ -113,13 +113,25 @@ def _start_engine(h: EmulatedHost, ledger: ownership.Ledger) -> None:
     ledger.made(entry, daemon_pid=proc.pid, start=ownership.start_time(proc.pid))
 
 
-def load_image(h: EmulatedHost, ref: str) -> None:
-    """Copy an image from the main engine into the emulated host's (nothing is pulled)."""
-    save = subprocess.Popen(["docker", "save", ref], stdout=subprocess.PIPE)
-    load = subprocess.run(["docker", "-H", h.engine, "load", "-q"], stdin=save.stdout, capture_output=True, text=True)
-    save.wait()
-    if save.returncode != 0 or load.returncode != 0:
-        raise LabError(f"emulated host {h.name}: could not copy image {ref}: {load.stderr.strip()}")
+def load_image(hosts: list[EmulatedHost], ref: str) -> None:
+    """Copy an image from the main engine into the emulated hosts' (nothing is pulled): saved once, loaded into
+    every engine at the same time."""
+    import tempfile
+
+    with tempfile.NamedTemporaryFile(prefix="plab-emu-image-", suffix=".tar") as tar:
+        save = subprocess.run(["docker", "save", "-o", tar.name, ref], capture_output=True, text=True)
+        if save.returncode != 0:
+            raise LabError(f"emulated hosts: could not save image {ref}: {save.stderr.strip()}")
+        loads = [(h, subprocess.Popen(["docker", "-H", h.engine, "load", "-q", "-i", tar.name],
+                                      stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True))
+                 for h in hosts]  # fmt: skip
+        failed = []
+        for h, p in loads:
+            _out, err = p.communicate()
+            if p.returncode != 0:
+                failed.append(f"{h.name}: {err.strip()}")
+    if failed:
+        raise LabError(f"emulated hosts: could not load image {ref}: " + "; ".join(failed))
 
 
 def write_inventory(hosts: list[EmulatedHost], path: Path, cpus: float = 1.0) -> Path:

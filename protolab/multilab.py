@@ -88,8 +88,8 @@ class MultiLab:
             with part.env():
                 if labctl.load_state() is None:
                     continue
-                try:
-                    failures += [f"{name}: {f}" for f in labctl.destroy()]
+                try:  # not labctl.destroy(): the keeper is this process's child, reaped below, not waited for
+                    failures += [f"{name}: {f}" for f in labctl.request("destroy").get("failures") or []]
                 except LabError as exc:
                     failures.append(f"{name}: {exc}")
             if part.proc is not None:

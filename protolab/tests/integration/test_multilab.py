@@ -22,8 +22,7 @@ def test_the_triangle_over_two_emulated_hosts(tmp_path: Path, no_leftovers):
     lab = None
     try:
         hosts = emuhost.start(["host_a", "host_b"], ledger)
-        for h in hosts:
-            emuhost.load_image(h, images.NAMES["node"])
+        emuhost.load_image(hosts, images.NAMES["node"])
         inv = placement.load_inventory(emuhost.write_inventory(hosts, tmp_path / "inv.yml", cpus=4))
         t = topofile.load(topofile.find("triangle"))
         lab = multilab.deploy(t, inv)
