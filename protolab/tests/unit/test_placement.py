@@ -178,3 +178,29 @@ def test_a_topology_survives_json_as_a_keeper_is_given_it(tmp_path, kind):
     assert back.to_json() == t.to_json()  # impairments as their units write them (270 ms, not the float's last bit)
     back.impairments, t.impairments = [], []
     assert back == t
+
+
+def test_a_keeper_starts_in_its_emulated_host_and_a_remote_one_is_refused(tmp_path):
+    import os
+
+    from protolab import labctl, multilab
+    from protolab.errors import LabError
+    from protolab.topo import Topology
+
+    inv = _inventory(tmp_path, {"emu": {"protolab_netns": "plab-emu-emu", "protolab_underlay": "10.255.98.2",
+                                        "protolab_engine": "unix:///run/e.sock"},
+                                "far": {"ansible_host": "192.0.2.11"}})  # fmt: skip
+    req = labctl.Request(source="t@emu", part=Topology("t").to_json())
+    part = multilab.Part(inv.get("emu"), Topology("t"), tmp_path / "emu")
+    cmd = multilab._keeper_cmd(part, req)
+    assert cmd[:2] == ["nsenter", "--net=/run/netns/plab-emu-emu"] and "unshare" in cmd and "--mount" in cmd
+    assert cmd[-3:-1] == ["-m", "protolab.labctl"] and '"part": {"kind": "t"' in cmd[-1]
+    with pytest.raises(LabError, match="remote host .* not built yet"):
+        multilab._keeper_cmd(multilab.Part(inv.get("far"), Topology("t"), tmp_path / "far"), req)
+    before = os.environ.get("PROTOLAB_STATE_DIR")
+    with part.env():
+        assert (
+            os.environ["PROTOLAB_STATE_DIR"] == str(tmp_path / "emu") and os.environ["DOCKER_HOST"] == part.host.engine
+        )
+        assert labctl.state_path() == tmp_path / "emu" / "lab.json"
+    assert os.environ.get("PROTOLAB_STATE_DIR") == before
