@@ -40,6 +40,10 @@ def leftovers() -> list[str]:
         found += [f"{item} (run {ledger.run_id})" for item in ledger.left(ctx)]
         found += [f"process {p} (run {ledger.run_id})" for p in ownership.processes_of_run(ledger.run_id)]
     found += _labelled(ctx, remove=False)
+    from . import multilab
+
+    if multilab.STATE_ROOT.is_dir():
+        found += [f"lab part state {d}" for d in sorted(multilab.STATE_ROOT.iterdir())]
     return sorted(set(found))
 
 
@@ -77,6 +81,10 @@ def _clean(verbose: bool, forced: bool) -> list[str]:
         done += [f"moved napi kthread {p} back to the root cgroup" for p in rxcpu.release_orphans()]
     for ledger in ledgers:
         done += _sweep(ledger, ctx, failures)
+    if not forced or len(ledgers) == len(ownership.ledgers()):
+        from . import multilab
+
+        done += multilab.clean_parts()  # keepers of a lab over several (emulated) hosts
     if docker_error is None:
         for item in _labelled(ctx, remove=True):
             done.append(f"removed {item}")

@@ -145,3 +145,30 @@ def deploy(topology: Topology, inventory: placement.Inventory, out: Any = sys.st
         lab.destroy()
         raise LabError(f"deploy on {', '.join(sorted(waiting))} took longer than {READY_TIMEOUT:.0f} s")
     return lab
+
+
+def clean_parts() -> list[str]:
+    """`protolab clean`: what keepers of host parts left here (their emulated hosts' engines and namespaces are
+    the main ledger's): the keepers and every process of their labs killed, their state directories removed."""
+    import signal
+
+    from . import ownership
+
+    done: list[str] = []
+    if not STATE_ROOT.is_dir():
+        return done
+    for d in sorted(p for p in STATE_ROOT.iterdir() if p.is_dir()):
+        pids: list[int] = []
+        with contextlib.suppress(OSError, ValueError, KeyError):
+            pids.append(int(json.loads((d / "lab.json").read_text())["pid"]))
+        for ledger in (d / "owned").glob("*.jsonl"):
+            pids += ownership.processes_of_run(ledger.stem)
+        for pid in dict.fromkeys(pids):
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(pid, signal.SIGKILL)
+                done.append(f"killed process {pid} of the lab part on {d.name}")
+        shutil.rmtree(d, ignore_errors=True)
+        done.append(f"removed the state of the lab part on {d.name} ({d})")
+    with contextlib.suppress(OSError):
+        STATE_ROOT.rmdir()
+    return done

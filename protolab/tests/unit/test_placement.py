@@ -204,3 +204,22 @@ def test_a_keeper_starts_in_its_emulated_host_and_a_remote_one_is_refused(tmp_pa
         )
         assert labctl.state_path() == tmp_path / "emu" / "lab.json"
     assert os.environ.get("PROTOLAB_STATE_DIR") == before
+
+
+def test_clean_kills_a_parts_keeper_and_removes_its_state(tmp_path, monkeypatch):
+    import json
+    import subprocess
+
+    from protolab import multilab
+
+    monkeypatch.setattr(multilab, "STATE_ROOT", tmp_path / "hosts")
+    d = multilab.STATE_ROOT / "host_a"
+    (d / "owned").mkdir(parents=True)
+    keeper = subprocess.Popen(["sleep", "60"])
+    (d / "lab.json").write_text(json.dumps({"pid": keeper.pid}))
+    (d / "owned" / "lab-20261126T000000Z-abcd.jsonl").write_text("")
+    done = multilab.clean_parts()
+    assert keeper.wait(timeout=5) == -9  # SIGKILL
+    assert f"killed process {keeper.pid} of the lab part on host_a" in done
+    assert not multilab.STATE_ROOT.exists()
+    assert multilab.clean_parts() == []  # nothing left: nothing to say
