@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"time"
+
+	"protolab/agents/internal/measure"
 )
 
 // held is a DT received after a gap.
@@ -42,7 +44,7 @@ type Receiver struct {
 	OnTSDU      func(data []byte, now time.Time)
 	OnExpedited func(data []byte, now time.Time)
 
-	buf   gauge
+	buf   measure.Level
 	stats ReceiverStats
 }
 
@@ -109,7 +111,7 @@ func (r *Receiver) Stats(now time.Time) ReceiverStats {
 	if !st.Closed.IsZero() {
 		end = st.Closed
 	}
-	st.RecvBufferAvg, st.RecvBufferMax, st.RecvBufferNow = r.buf.avg(end), r.buf.max, r.buf.cur
+	st.RecvBufferAvg, st.RecvBufferMax, st.RecvBufferNow = r.buf.Avg(end), r.buf.Max, r.buf.Cur
 	return st
 }
 
@@ -167,7 +169,7 @@ func (r *Receiver) Input(b []byte, now time.Time) {
 	case p.Type == DR && p.SrcRef == r.peerRef:
 		if r.state == stOpen {
 			r.state, r.stats.Closed = stClosed, now
-			r.buf.advance(now)
+			r.buf.Advance(now)
 		}
 		r.send(TPDU{Type: DC, DstRef: r.peerRef, SrcRef: r.localRef}, now)
 	default:
@@ -193,7 +195,7 @@ func (r *Receiver) connect(p TPDU, now time.Time) {
 		r.credit = r.cfg.credit(r.size)
 		r.selective = r.cfg.Ack == Selective && p.Options&OptSelective != 0
 		r.peerRef, r.state, r.stats.Opened, r.lastRecv = p.SrcRef, stOpen, now, now
-		r.buf.advance(now)
+		r.buf.Advance(now)
 	case p.SrcRef == r.peerRef && r.state == stOpen:
 	default:
 		r.stats.Dropped["busy"]++
@@ -229,7 +231,7 @@ func (r *Receiver) data(p TPDU, now time.Time) {
 				break
 			}
 			delete(r.ooo, r.rcvNext)
-			r.buf.add(now, -len(h.data))
+			r.buf.Add(now, -len(h.data))
 			r.accept(h.data, h.eot, now)
 		}
 		r.ak(now, false, 0)
@@ -238,13 +240,13 @@ func (r *Receiver) data(p TPDU, now time.Time) {
 	default:
 		if _, ok := r.ooo[p.Seq]; ok {
 			r.stats.Duplicates++
-		} else if r.buf.cur+len(p.Data) > r.cfg.RecvBuffer {
+		} else if r.buf.Cur+len(p.Data) > r.cfg.RecvBuffer {
 			r.stats.Dropped["buffer"]++
 			return
 		} else {
 			r.stats.OutOfOrder++
 			r.ooo[p.Seq] = held{append([]byte(nil), p.Data...), p.EOT}
-			r.buf.add(now, len(p.Data))
+			r.buf.Add(now, len(p.Data))
 		}
 		r.ak(now, r.selective, p.Seq)
 	}
@@ -255,13 +257,13 @@ func (r *Receiver) data(p TPDU, now time.Time) {
 func (r *Receiver) accept(data []byte, eot bool, now time.Time) {
 	r.rcvNext++
 	r.partial = append(r.partial, data...)
-	r.buf.add(now, len(data))
+	r.buf.Add(now, len(data))
 	if !eot {
 		return
 	}
 	t := r.partial
 	r.partial = nil
-	r.buf.add(now, -len(t))
+	r.buf.Add(now, -len(t))
 	r.stats.TSDUs++
 	r.stats.Octets += int64(len(t))
 	if r.OnTSDU != nil {

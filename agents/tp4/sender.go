@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"time"
+
+	"protolab/agents/internal/measure"
 )
 
 // state of an entity.
@@ -77,7 +79,7 @@ type Sender struct {
 	closeReq bool
 	nextSend time.Time
 
-	buf   gauge
+	buf   measure.Level
 	stats SenderStats
 }
 
@@ -148,7 +150,7 @@ func (s *Sender) Accepts(n int) bool {
 	if s.state == stClosed || s.state == stFailed || s.closeReq {
 		return false
 	}
-	return s.buf.cur == 0 || s.buf.cur+n <= s.cfg.SendBuffer
+	return s.buf.Cur == 0 || s.buf.Cur+n <= s.cfg.SendBuffer
 }
 
 // Submit hands one TSDU to the sender; false when it does not fit (see
@@ -168,7 +170,7 @@ func (s *Sender) Submit(tsdu []byte, now time.Time) bool {
 		s.next++
 		data = data[n:]
 	}
-	s.buf.add(now, len(tsdu))
+	s.buf.Add(now, len(tsdu))
 	s.stats.TSDUs++
 	s.stats.Octets += int64(len(tsdu))
 	return true
@@ -198,7 +200,7 @@ func (s *Sender) Stats(now time.Time) SenderStats {
 	st.State, st.Reason, st.Selective, st.TPDUSize = s.state.String(), s.why, s.selective, s.size
 	st.Credit = int(s.edge - s.una)
 	st.Sent, st.Received, st.Dropped = copyMap(st.Sent), copyMap(st.Received), copyMap(st.Dropped)
-	st.SendBufferAvg, st.SendBufferMax, st.SendBufferNow = s.buf.avg(now), s.buf.max, s.buf.cur
+	st.SendBufferAvg, st.SendBufferMax, st.SendBufferNow = s.buf.Avg(now), s.buf.Max, s.buf.Cur
 	if st.EDAcked > 0 {
 		st.EDRoundTripMean = st.EDRoundTripSum / float64(st.EDAcked)
 	}
@@ -285,7 +287,7 @@ func (s *Sender) ack(p TPDU, now time.Time) {
 		n := 0
 		for n < len(s.recs) && s.recs[n].seq < p.Seq {
 			if !s.recs[n].acked {
-				s.buf.add(now, -len(s.recs[n].data))
+				s.buf.Add(now, -len(s.recs[n].data))
 			}
 			n++
 		}
@@ -299,7 +301,7 @@ func (s *Sender) ack(p TPDU, now time.Time) {
 		if p.Sel >= s.una && int(p.Sel-s.una) < s.nsent {
 			if r := s.recs[p.Sel-s.una]; !r.acked {
 				r.acked = true
-				s.buf.add(now, -len(r.data))
+				s.buf.Add(now, -len(r.data))
 			}
 		}
 	}
@@ -510,43 +512,4 @@ func (s *Sender) Deadline(now time.Time) time.Time {
 		d = now
 	}
 	return d
-}
-
-// gauge is a time-weighted level (buffer octets): current, maximum and
-// the integral since the first change.
-type gauge struct {
-	cur, max    int
-	start, last time.Time
-	integral    float64 // octet-seconds
-}
-
-func (g *gauge) add(now time.Time, d int) {
-	g.advance(now)
-	g.cur += d
-	g.max = max(g.max, g.cur)
-}
-
-func (g *gauge) advance(now time.Time) {
-	if g.start.IsZero() {
-		g.start, g.last = now, now
-	}
-	if now.After(g.last) {
-		g.integral += float64(g.cur) * now.Sub(g.last).Seconds()
-		g.last = now
-	}
-}
-
-// avg is the time average from the first change to now.
-func (g *gauge) avg(now time.Time) float64 {
-	if g.start.IsZero() {
-		return 0
-	}
-	in := g.integral
-	if now.After(g.last) {
-		in += float64(g.cur) * now.Sub(g.last).Seconds()
-	}
-	if span := now.Sub(g.start).Seconds(); span > 0 {
-		return in / span
-	}
-	return float64(g.cur)
 }

@@ -44,6 +44,7 @@ type quicSetup struct {
 	dscp           int
 	dscpSet        bool
 	lost           *atomic.Uint64
+	rx             *rxRegistry
 }
 
 func parseQUICKnobs(m map[string]string) (quicSetup, error) {
@@ -63,12 +64,19 @@ func parseQUICKnobs(m map[string]string) (quicSetup, error) {
 		return s, err
 	}
 	s.sndSet, s.rSet = k.has("sndbuf"), k.has("rcvbuf")
-	s.lost = new(atomic.Uint64)
-	lost := s.lost
+	s.lost, s.rx = new(atomic.Uint64), &rxRegistry{}
+	lost, reg := s.lost, s.rx
 	s.cfg = &quic.Config{
 		HandshakeIdleTimeout: hs, MaxIdleTimeout: idle, KeepAlivePeriod: ka,
-		Tracer: func(context.Context, logging.Perspective, quic.ConnectionID) *logging.ConnectionTracer {
-			return &logging.ConnectionTracer{LostPacket: func(logging.EncryptionLevel, logging.PacketNumber, logging.PacketLossReason) { lost.Add(1) }}
+		Tracer: func(ctx context.Context, _ logging.Perspective, _ quic.ConnectionID) *logging.ConnectionTracer {
+			rx, forget := reg.tracer(ctx)
+			return &logging.ConnectionTracer{
+				LostPacket: func(logging.EncryptionLevel, logging.PacketNumber, logging.PacketLossReason) { lost.Add(1) },
+				ReceivedShortHeaderPacket: func(_ *logging.ShortHeader, _ logging.ByteCount, _ logging.ECN, fs []logging.Frame) {
+					rx.frames(fs)
+				},
+				Close: forget,
+			}
 		},
 	}
 	return s, nil
@@ -188,12 +196,16 @@ func (quicTransport) Dial(ctx context.Context, addr string, o Options) (Conn, er
 type quicStream struct {
 	quic.Stream
 	qc quic.Connection
+	rx *rxHeld // the connection's receive accounting; nil: none
 }
 
 // Read reports the peer's orderly close (application error 0) as io.EOF,
 // as TCP would.
 func (q quicStream) Read(b []byte) (int, error) {
 	n, err := q.Stream.Read(b)
+	if q.rx != nil {
+		q.rx.read(q.StreamID(), n)
+	}
 	var ae *quic.ApplicationError
 	if errors.As(err, &ae) && ae.Remote && ae.ErrorCode == 0 {
 		err = io.EOF
@@ -207,7 +219,8 @@ func (q quicStream) RemoteAddr() net.Addr { return q.qc.RemoteAddr() }
 // quicWrap makes a Conn of a connection's stream; own says the socket u
 // is the connection's alone (the initiator's), not the listener's.
 func quicWrap(qc quic.Connection, st quic.Stream, u *markedUDPConn, s quicSetup, own bool, after func()) Conn {
-	sc := newStreamConn(quicStream{st, qc})
+	rx := s.rx.of(qc)
+	sc := newStreamConn(quicStream{st, qc, rx})
 	remote, _ := qc.RemoteAddr().(*net.UDPAddr)
 	var once sync.Once
 	sc.close = func() error {
@@ -261,10 +274,15 @@ func quicWrap(qc quic.Connection, st quic.Stream, u *markedUDPConn, s quicSetup,
 	}
 	sc.counters = func() map[string]uint64 {
 		// Losses of every connection made with these options (one per Conn
-		// on the initiator; the listener's connections share one count).
-		return map[string]uint64{"packets_lost": s.lost.Load()}
+		// on the initiator; the listener's connections share one count);
+		// the stream octets this connection held for its reader (rxHeld).
+		m := map[string]uint64{"packets_lost": s.lost.Load()}
+		if rx != nil {
+			rx.counters(m)
+		}
+		return m
 	}
-	return &quicConn{streamConn: sc, qc: qc}
+	return &quicConn{streamConn: sc, qc: qc, rx: rx}
 }
 
 // quicConn is the Conn of a connection's first stream; more streams of the
@@ -273,6 +291,7 @@ func quicWrap(qc quic.Connection, st quic.Stream, u *markedUDPConn, s quicSetup,
 type quicConn struct {
 	*streamConn
 	qc quic.Connection
+	rx *rxHeld
 }
 
 func (q *quicConn) OpenStream(ctx context.Context) (Conn, error) {
@@ -293,7 +312,7 @@ func (q *quicConn) AcceptStream(ctx context.Context) (Conn, error) {
 
 // substream shares the connection's tuning, counters and mark.
 func (q *quicConn) substream(st quic.Stream) Conn {
-	sc := newStreamConn(quicStream{st, q.qc})
+	sc := newStreamConn(quicStream{st, q.qc, q.rx})
 	sc.tuning, sc.counters, sc.dscp = q.tuning, q.counters, q.streamConn.dscp
 	var once sync.Once
 	sc.close = func() error {

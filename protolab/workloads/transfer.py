@@ -36,7 +36,8 @@ delay, hand-over to delivery, and how many arrived), `retransmissions_total` (tp
 the sender's retransmitted segments; quic: packets the responder's quic-go declared lost, their frames sent again),
 `spurious_retransmissions_total` (tp4: duplicate DT/ED TPDUs the receiver got; tcp: D-SACK'd duplicates, None
 without SACK), `recv_buffer_avg_bytes` and `recv_buffer_max_bytes` (tp4: user octets held, time-weighted; tcp: the
-receiving socket's memory, `ss -m` r, sampled every 0.1 s, truesize rather than octets; quic: None),
+receiving socket's memory, `ss -m` r, sampled every 0.1 s, truesize rather than octets; quic: stream octets
+received, each once, and not yet read by the application, counted from quic-go's tracer, time-weighted),
 `send_buffer_max_bytes` (tp4: unacknowledged user octets; tcp: queued send memory, `ss -m` w; of two sockets, the
 bulk's), `csum_errors_total` (UDP and TCP InCsumErrors on both hosts: the bit errors the checksums caught),
 `dropped_total` (TPDUs the tp4 ends dropped, malformed ones included); and the parameters in force, echoed for the

@@ -193,10 +193,23 @@ def csum_errors(snmp: str) -> int:
     return total
 
 
+def quic_receiver_figures(result: dict[str, Any]) -> dict[str, float | None]:
+    """quic: the stream octets the receiving connection held for its reader (received, each once, not yet read;
+    protolab-spims counts them from quic-go's tracer), its time average and maximum from the initiator's path
+    counters (None when the connection reported none)."""
+    paths = result.get("paths") or [{}]
+    c = paths[0].get("counters") or {}
+    area, span, top = (_num(c.get(k)) for k in ("rx_held_octet_microseconds", "rx_held_microseconds",
+                                                 "rx_held_max_octets"))  # fmt: skip
+    return {"recv_buffer_avg_bytes": area / span if area is not None and span else None,
+            "recv_buffer_max_bytes": top}  # fmt: skip
+
+
 def bulk_columns(t: TransferTask, result: dict[str, Any]) -> dict[str, float | None]:
     """tcp/quic: delivered bytes, completion and efficiency from the bulk_get's result; per-octet delay and the
     expedited messages' delays from its `bulk` figures (protolab-spims with delays: stamped on one kernel's clock);
-    quic's retransmissions as the packets the responder's quic-go declared lost (their frames go again)."""
+    quic's retransmissions as the packets the responder's quic-go declared lost (their frames go again), and its
+    receive buffer (quic_receiver_figures)."""
     got = float(result.get("received_bytes") or 0)
     samples = result.get("samples_seconds") or []
     completed = result.get("stopped") == "iterations" and not result.get("error") and got == t.total_bytes()
@@ -208,7 +221,8 @@ def bulk_columns(t: TransferTask, result: dict[str, Any]) -> dict[str, float | N
     received = int(exp.get("received") or 0)
     counters = bulk.get("sender_counters") or {}
     lost = _num(counters.get("packets_lost")) if t.stack == "quic" else None
-    return {"efficiency_ratio": eff if got else 0.0, "transfer_seconds": secs if got else None,
+    held = quic_receiver_figures(result) if t.stack == "quic" else {}
+    return held | {"efficiency_ratio": eff if got else 0.0, "transfer_seconds": secs if got else None,
             "delivered_bytes": got, "completed_ratio": 1.0 if completed else 0.0,
             "per_octet_delay_seconds": _num(bulk.get("per_octet_delay_seconds")) if got else None,
             "expedited_delay_seconds": _num(delays.get("mean")) if received else None,

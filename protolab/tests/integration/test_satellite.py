@@ -28,6 +28,9 @@ def test_tp4_and_tcp_transfers_cross_a_satellite_link_with_bit_errors(tmp_path, 
     # receive memory is the out-of-order queue and may well be 0 on a transfer that lost nothing)
     assert float(tp4["xfer_recv_buffer_max_bytes"]) > 0 and float(tp4["xfer_window_bytes"]) == 20480
     assert float(tcp["xfer_send_buffer_max_bytes"]) > 0 and float(tcp["xfer_recv_buffer_max_bytes"]) >= 0
+    # QUIC: the stream octets its receiver held, counted from quic-go's tracer (reported, however small)
+    quic = rows["quic-expedited"]
+    assert 0 <= float(quic["xfer_recv_buffer_avg_bytes"]) <= float(quic["xfer_recv_buffer_max_bytes"])
     assert tcp["xfer_retransmissions_total"] != ""
     assert tcp["xfer_spurious_retransmissions_total"] != ""  # SACK on at both ends: D-SACKs counted
     raw = {r["point"]: r for r in (json.loads(p.read_text()) for p in (run / "raw" / "tasks").glob("*.json"))}

@@ -18,6 +18,7 @@ from protolab.workloads.transfer_runner import (
     bulk_job,
     csum_errors,
     parse_samples,
+    quic_receiver_figures,
     skmem,
     tcp_receiver_figures,
     tcp_sender_figures,
@@ -175,10 +176,23 @@ def test_bulk_get_columns_with_expedited_data(name):
     assert v["expedited_delay_seconds"] == exp["delay_seconds"]["mean"] > 0
     assert v["expedited_delay_max_seconds"] == exp["delay_seconds"]["max"] >= v["expedited_delay_seconds"]
     assert v["per_octet_delay_seconds"] == result["bulk"]["per_octet_delay_seconds"] > 0
-    if stack == "quic":  # the responder's quic-go losses; tcp's retransmissions come from ss
+    if stack == "quic":  # the responder's quic-go losses; tcp's retransmissions and receive buffer come from ss
         assert v["retransmissions_total"] == result["bulk"]["sender_counters"]["packets_lost"]
+        held = result["paths"][0]["counters"]
+        assert 0 < v["recv_buffer_avg_bytes"] < v["recv_buffer_max_bytes"] == held["rx_held_max_octets"] > 0
+        assert v["recv_buffer_avg_bytes"] == held["rx_held_octet_microseconds"] / held["rx_held_microseconds"]
     else:
         assert v["retransmissions_total"] is None
+        assert v.get("recv_buffer_avg_bytes") is None
+
+
+def test_quic_receive_buffer_needs_the_counters():
+    """A protolab-spims older than its receive accounting (or a failed path): no figure, not a zero."""
+    assert quic_receiver_figures({"paths": [{"counters": {"packets_lost": 3}}]}) == {
+        "recv_buffer_avg_bytes": None, "recv_buffer_max_bytes": None}  # fmt: skip
+    assert quic_receiver_figures({"paths": []})["recv_buffer_max_bytes"] is None
+    none_yet = {"rx_held_octet_microseconds": 0, "rx_held_microseconds": 0, "rx_held_max_octets": 0}
+    assert quic_receiver_figures({"paths": [{"counters": none_yet}]})["recv_buffer_avg_bytes"] is None
 
 
 def test_no_expedited_data_on_todays_stacks_no_expedited_columns():
