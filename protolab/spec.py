@@ -25,7 +25,7 @@ from pydantic import Field, ValidationError, ValidationInfo, field_validator, mo
 
 from . import topo, topofile
 from .errors import SpecError as SpecError  # raised here; callers may import it from errors
-from .model.base import COLUMN_RE, NAME_RE, Strict
+from .model.base import COLUMN_RE, NAME_RE, Strict, axis_str
 from .model.faults import MAX_FAULT_EVENTS_PER_PHASE, Fault, no_path_spans
 from .model.impairment import LinkImpairment
 from .model.report import (
@@ -272,6 +272,11 @@ class Experiment(Strict):
         description="node name -> image and CPU budget; 'default' applies to nodes not listed",
     )
     sweep: dict[str, list[Any]] = Field(default_factory=dict, description="axis -> values (cartesian product)")
+    skip: list[dict[str, Any]] = Field(
+        default_factory=list,
+        description="combinations of the sweep left out: each entry some axes' values (e.g. {topology: hub, rate: "
+        "100Mbit}); a point with every value of an entry is not measured (named settings by their name)",
+    )
     repetitions: int | RepeatUntil = Field(
         1, description="how often each point is measured: a count, or until its mean is stable (RepeatUntil)"
     )
@@ -519,6 +524,31 @@ def substitute(obj: Any, values: dict[str, Any]) -> Any:
     return obj
 
 
+def _skips(source: Path, raw: Any, sweep: dict[str, list[Any]]) -> list[dict[str, str]]:
+    """The spec's `skip` entries as axis -> value string, each checked against the sweep: an entry that names no
+    axis, an unknown axis or a value the axis does not have is an error (it would silently skip nothing)."""
+    if raw is None:
+        return []
+    if not isinstance(raw, list):
+        raise SpecError(f"{source}: skip: must be a list of mappings of axis values")
+    out: list[dict[str, str]] = []
+    for n, entry in enumerate(raw):
+        if not isinstance(entry, dict) or not entry:
+            raise SpecError(f"{source}: skip[{n}]: must map one or more sweep axes to a value")
+        for axis, value in entry.items():
+            if axis not in sweep:
+                raise SpecError(
+                    f"{source}: skip[{n}]: {axis!r} is not a sweep axis (axes: {', '.join(sweep) or 'none'})"
+                )
+            have = [axis_str(v) for v in sweep[axis]]
+            if axis_str(value) not in have:
+                raise SpecError(
+                    f"{source}: skip[{n}]: axis {axis} has no value {axis_str(value)!r} ({', '.join(have)})"
+                )
+        out.append({a: axis_str(v) for a, v in entry.items()})
+    return out
+
+
 def deep_merge(base: dict[str, Any], over: dict[str, Any]) -> dict[str, Any]:
     out = copy.deepcopy(base)
     for k, v in over.items():
@@ -605,9 +635,12 @@ def load(source: Path | str, profile: str | None = None) -> Plan:
             f"{source}: sweep: {' x '.join(str(len(sweep[a])) for a in axes)} = {size} points exceeds the limit"
             f" of {MAX_SWEEP_POINTS} (axes: {lengths})"
         )
+    skips = _skips(source, raw.get("skip"), sweep)
     points: list[Point] = []
     for i, combo in enumerate(itertools.product(*(sweep[a] for a in axes))):
         values = dict(zip(axes, combo, strict=True))
+        if any(all(axis_str(values[a]) == v for a, v in s.items()) for s in skips):
+            continue  # the point keeps its index: ids do not move when a skip is added or dropped
         label = ", ".join(f"{k}={_short(v)}" for k, v in values.items())
         body = {k: v for k, v in raw.items() if k not in ("sweep", "profiles")}
         try:
@@ -628,6 +661,8 @@ def load(source: Path | str, profile: str | None = None) -> Plan:
                     where = f" (at sweep point {label})" if label else ""
                     raise SpecError(f"{source}: invalid spec{where}\n  tables: table {t.name}: {exc}") from None
         points.append(Point(i, values, exp))
+    if not points and skips:
+        raise SpecError(f"{source}: skip: leaves no point of the sweep to measure")
     if points and (unknown := _unknown_derived_columns(points)):
         raise SpecError(f"{source}: invalid spec\n  derived: {unknown}")
     # Deploy each distinct lab once: group points by topology (stable, first appearance first).

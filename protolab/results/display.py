@@ -6,12 +6,12 @@ go through `Display` to scale and format. A column's unit is the longest known s
 
 from __future__ import annotations
 
-import json
 import math
 from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
+from ..model.base import axis_str as axis_str
 from ..units import parse_duration, parse_quantity, parse_rate, parse_size
 
 # suffix of a measured column -> unit family
@@ -26,16 +26,6 @@ UNIT_SUFFIXES: dict[str, str] = {
     "_bytes": "bytes",
 }
 MISSING = "—"
-
-
-def axis_str(value: Any) -> str:
-    """How an axis value is written in tidy.csv and compared in `where` filters: a mapping with a `name` by its
-    name (an axis of named settings, e.g. {name: loss1, faults: [...]}), other mappings and null as JSON."""
-    if isinstance(value, dict) and isinstance(value.get("name"), str):
-        return value["name"]
-    if isinstance(value, (dict, list)) or value is None:
-        return json.dumps(value, sort_keys=True)
-    return str(value)
 
 
 def unit_family(column: str) -> str | None:

@@ -254,3 +254,29 @@ def test_yaml_aliases_that_multiply_or_nest_in_themselves_are_refused(tmp_path):
     f.write_text("name: &n [*n]\n")
     with pytest.raises(spec.SpecError, match="a YAML alias contains itself"):
         spec.load(f)
+
+
+def test_skip_leaves_combinations_out_and_keeps_point_ids(tmp_path):
+    data = yaml.safe_load(SMOKE.read_text())
+    data["skip"] = [{"topology": "hub", "rate": "100Mbit"}, {"topology": "switched", "rate": "10Mbit"}]
+    f = tmp_path / "paired.yaml"
+    f.write_text(yaml.safe_dump(data, sort_keys=False))  # the axes in the file's order: the same product
+    full = spec.load(SMOKE, "quick")
+    plan = spec.load(f, "quick")
+    pairs = {(p.values["topology"], p.values["rate"]) for p in plan.points}
+    assert pairs == {("hub", "10Mbit"), ("switched", "100Mbit"), ("dual_homed", "10Mbit"), ("dual_homed", "100Mbit")}
+    assert len(plan.points) == len(full.points) - 4
+    ids = {p.index: p.values for p in full.points}
+    assert all(ids[p.index] == p.values for p in plan.points)  # the same point keeps its id
+
+
+@pytest.mark.parametrize(
+    ("skip", "why"),
+    [([{"colour": "red"}], "skip[0]: 'colour' is not a sweep axis (axes: "),
+     ([{"rate": "1Gbit"}], "skip[0]: axis rate has no value '1Gbit' (10Mbit, 100Mbit)"),
+     ([{}], "skip[0]: must map one or more sweep axes to a value"),
+     ({"rate": "10Mbit"}, "skip: must be a list of mappings of axis values"),
+     ([{"rate": "10Mbit"}, {"rate": "100Mbit"}], "skip: leaves no point of the sweep to measure")],
+)  # fmt: skip
+def test_a_skip_that_cannot_match_is_an_error(tmp_path, skip, why):
+    assert why in _broken(tmp_path, lambda d: d.update(skip=skip))
