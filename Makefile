@@ -8,6 +8,7 @@ PY       := $(VENV)/bin/python
 PROTOLAB := $(VENV)/bin/protolab
 NAME     ?= smoke
 PROFILE  ?= quick
+INVENTORY ?= ansible/inventory/local.yml
 export GOTOOLCHAIN := local
 export PATH := $(PATH):/usr/local/go/bin
 export ANSIBLE_CONFIG := $(CURDIR)/ansible/ansible.cfg
@@ -28,9 +29,10 @@ $(VENV)/.installed: requirements.txt pyproject.toml
 
 venv: $(VENV)/.installed ## the Python venv (Debian python3 + pinned packages)
 
-setup: venv ## provision this machine as a testbed host with Ansible (idempotent)
+setup: venv ## provision the testbed hosts of INVENTORY=file with Ansible (idempotent; default: this machine)
+	@$(PROTOLAB) place --inventory $(INVENTORY)
 	@start=$$(date +%s); \
-	$(VENV)/bin/ansible-playbook ansible/site.yml -e testbed_compose_binary=$(CURDIR)/$(VENV)/bin/docker-compose \
+	$(VENV)/bin/ansible-playbook -i $(INVENTORY) ansible/site.yml -e testbed_compose_binary=$(CURDIR)/$(VENV)/bin/docker-compose \
 	  | grep -vE '^\s*$$' ; \
 	echo "[setup] done in $$(( $$(date +%s) - start ))s"
 

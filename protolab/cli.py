@@ -22,6 +22,7 @@ protolab deploy FILE|NAME [--node-filter h1,r*]          deploy a topology and l
 protolab inspect [--format json]                          its nodes, addresses, links, impairments
 protolab exec NODE -- CMD | exec --all -- CMD             run a command in a node (or every node)
 protolab graph [FILE|NAME] [--format dot|mermaid|svg|png] draw it
+protolab place [FILE|NAME] [--inventory FILE]            the testbed hosts, and where a topology's nodes would run
 protolab capture NODE-NODE [-w FILE.pcap]                 tcpdump on a link
 protolab impair set|clear NODE-NODE [--delay 10ms ...]   change a link's impairments while it is up
 protolab check                                            measure the impaired links now

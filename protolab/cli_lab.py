@@ -20,6 +20,8 @@ EXAMPLES = {
     "exec": "protolab exec h1 -- ping -c 3 10.0.3.2\n  protolab exec --all -- ip -br addr",
     "graph": "protolab graph                       # the deployed lab, as dot on stdout\n"
     "  protolab graph triangle --format svg -o triangle.svg\n  protolab graph --format mermaid",
+    "place": "protolab place                       # the hosts of ansible/inventory/local.yml\n"
+    "  protolab place triangle --inventory my-hosts.yml",
     "capture": "protolab capture r1-r2 -w r1r2.pcap --count 100 --filter icmp\n"
     "  protolab capture h1:h1-eth0 -w - | wireshark -k -i -",
     "impair": "protolab impair set r1-r2 --delay 135ms --loss 1% --direction forward\n  protolab impair clear r1-r2",
@@ -136,6 +138,22 @@ def cmd_check(a: argparse.Namespace) -> int:
     return 0 if ans["passed"] else 3
 
 
+def cmd_place(a: argparse.Namespace) -> int:
+    from . import labctl, placement
+
+    inv = placement.load_inventory(a.inventory or placement.DEFAULT_INVENTORY)
+    p = None
+    if a.source:
+        t, _ = labctl.graph_source(a.source, labctl.parse_params(a.param))
+        p = placement.place(t, inv)
+    if a.format == "json":
+        hosts = [h.model_dump() for h in inv.hosts]
+        print(json.dumps({"inventory": inv.source, "hosts": hosts, "placement": p.to_json() if p else None}, indent=1))
+    else:
+        print(placement.describe(inv, p))
+    return 0
+
+
 def add_parsers(sub: Any) -> None:
     p = _parser(sub, "deploy", "deploy a lab and leave it up: a topology file or name, or an experiment's")
     p.add_argument("source", metavar="FILE|NAME", help="a topology file, a topology in mininet-topologies/ or an "
@@ -160,6 +178,14 @@ def add_parsers(sub: Any) -> None:
     p.add_argument("-o", "--out", help="file to write (default: stdout)")
     p.add_argument("--param", action="append", default=[], metavar="KEY=VALUE", help="a generator's parameter")
     p.set_defaults(fn=cmd_graph)
+    p = _parser(sub, "place", "the testbed hosts of an inventory and where a topology's nodes would run over them")
+    p.add_argument("source", nargs="?", metavar="FILE|NAME", help="a topology file or name, or an experiment's "
+                   "(default: list the hosts only)")  # fmt: skip
+    p.add_argument("--inventory", metavar="FILE", help="an Ansible inventory whose `testbed` group lists the hosts "
+                   "(default: ansible/inventory/local.yml, this machine alone)")  # fmt: skip
+    p.add_argument("--param", action="append", default=[], metavar="KEY=VALUE", help="a generator's parameter")
+    p.add_argument("--format", choices=["text", "json"], default="text")
+    p.set_defaults(fn=cmd_place)
     p = _parser(sub, "capture", "tcpdump on a link of the deployed lab into a pcap (or a pipe)")
     p.add_argument("link", metavar="LINK", help="NODE-NODE (the container end of that link) or NODE:INTERFACE")
     p.add_argument("-w", "--write", default="-", help="pcap file, or - for stdout (default)")

@@ -190,6 +190,30 @@ def place(topo: Topology, inventory: Inventory, pins: Mapping[str, str] | None =
                      _stitches(topo, inventory, node_host), load)  # fmt: skip
 
 
+def describe(inventory: Inventory, p: Placement | None = None) -> str:
+    """The hosts of an inventory as placement reads them and, given a placement, what runs where and which links
+    are stitched (`protolab place`)."""
+    lines = [f"inventory {inventory.source}: {len(inventory.hosts)} testbed host(s)"]
+    for h in inventory.hosts:
+        where = f"netns {h.netns} (emulated)" if h.netns else (h.address or "this machine")
+        cores = f"{h.cpus:g} core{'' if h.cpus == 1 else 's'}"
+        lines.append(f"  {h.name}: {where}; engine {h.engine}; underlay {h.underlay or '-'}; {cores}; "
+                     f"VXLAN port {h.vxlan_port}, underlay MTU {h.underlay_mtu}")  # fmt: skip
+    if p is None:
+        return "\n".join(lines)
+    lines.append("placement (a hub or switch stays on one host with its members):")
+    for host in inventory.names():
+        nodes = [n for n, h in p.node_host.items() if h == host]
+        if nodes:
+            lines.append(f"  {host} ({p.load.get(host, 0.0):g} cores of node budget): {', '.join(nodes)}")
+    if not p.stitches:
+        lines.append("no link crosses hosts: nothing stitched")
+    for st in p.stitches:
+        lines.append(f"  stitched {st.link[0]}-{st.link[1]}: {st.hosts[0]} <-> {st.hosts[1]}, VXLAN VNI {st.vni}, "
+                     f"UDP {st.port}, MTU {st.mtu}")  # fmt: skip
+    return "\n".join(lines)
+
+
 def _assign(group: Sequence[str], host: str, cpus: Mapping[str, float], load: dict[str, float],
             node_host: dict[str, str]) -> None:  # fmt: skip
     for n in group:

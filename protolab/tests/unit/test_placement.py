@@ -223,3 +223,21 @@ def test_clean_kills_a_parts_keeper_and_removes_its_state(tmp_path, monkeypatch)
     assert f"killed process {keeper.pid} of the lab part on host_a" in done
     assert not multilab.STATE_ROOT.exists()
     assert multilab.clean_parts() == []  # nothing left: nothing to say
+
+
+def test_place_shows_the_hosts_and_where_each_node_runs(tmp_path, capsys):
+    """`protolab place`: the inventory as placement reads it, then each host's nodes and each stitched link."""
+    from protolab import cli
+
+    inv = tmp_path / "two.yml"
+    inv.write_text(yaml.safe_dump({"testbed": {"hosts": TWO}}))
+    assert cli.main(["place", "triangle", "--inventory", str(inv)]) == 0
+    out = capsys.readouterr().out
+    assert f"inventory {inv}: 2 testbed host(s)" in out
+    assert "lab_a: 192.0.2.10; engine ssh://root@192.0.2.10; underlay 192.0.2.10; 4 cores" in out
+    assert "  lab_a (3 cores of node budget): h1, h2, r1, lan" in out  # the hub's group, largest budget first
+    assert "  lab_b (1.5 cores of node budget): h3, r2" in out
+    assert "stitched r1-r2: lab_a <-> lab_b, VXLAN VNI 4200, UDP 4789, MTU 1450" in out
+    assert cli.main(["place", "--format", "json", "--inventory", str(inv)]) == 0
+    doc = yaml.safe_load(capsys.readouterr().out)
+    assert [h["name"] for h in doc["hosts"]] == ["lab_a", "lab_b"] and doc["placement"] is None
