@@ -27,7 +27,7 @@ import yaml
 
 from . import ownership
 from .errors import LabError
-from .shell import run
+from .shell import in_netns, run
 
 PREFIX = "plab-emu-"
 UNDERLAY_NS = "plab-emu-underlay"  # the "switch" between the hosts: a namespace of its own, not the root's, so
@@ -59,10 +59,6 @@ class EmulatedHost:
         return run(["docker", "-H", self.engine, *args], **kw)
 
 
-def _in_ns(ns: str, cmd: list[str]) -> list[str]:
-    return ["nsenter", f"--net=/run/netns/{ns}", *cmd]
-
-
 def start(names: list[str], ledger: ownership.Ledger) -> list[EmulatedHost]:
     """One emulated host per name (letters, digits, _), joined by UNDERLAY_BRIDGE, each engine answering."""
     if len(names) > UNDERLAY_NET.num_addresses - 3:
@@ -70,19 +66,19 @@ def start(names: list[str], ledger: ownership.Ledger) -> list[EmulatedHost]:
     hosts = []
     ledger.add("netns", name=UNDERLAY_NS)
     run(["ip", "netns", "add", UNDERLAY_NS])
-    run(_in_ns(UNDERLAY_NS, ["ip", "link", "add", UNDERLAY_BRIDGE, "type", "bridge"]))
-    run(_in_ns(UNDERLAY_NS, ["ip", "link", "set", UNDERLAY_BRIDGE, "up"]))
+    run(in_netns(["ip", "link", "add", UNDERLAY_BRIDGE, "type", "bridge"], UNDERLAY_NS))
+    run(in_netns(["ip", "link", "set", UNDERLAY_BRIDGE, "up"], UNDERLAY_NS))
     for i, name in enumerate(names, start=1):
         ns = f"{PREFIX}{name}"[:32]
         ledger.add("netns", name=ns)
         run(["ip", "netns", "add", ns])
-        run(_in_ns(ns, ["ip", "link", "set", "lo", "up"]))
+        run(in_netns(["ip", "link", "set", "lo", "up"], ns))
         port = f"h{i}"  # the underlay's port toward the host (the pair goes with the namespaces)
-        run(_in_ns(ns, ["ip", "link", "add", "ul0", "type", "veth", "peer", "name", port, "netns", UNDERLAY_NS]))
-        run(_in_ns(UNDERLAY_NS, ["ip", "link", "set", port, "master", UNDERLAY_BRIDGE, "up"]))
+        run(in_netns(["ip", "link", "add", "ul0", "type", "veth", "peer", "name", port, "netns", UNDERLAY_NS], ns))
+        run(in_netns(["ip", "link", "set", port, "master", UNDERLAY_BRIDGE, "up"], UNDERLAY_NS))
         addr = str(list(UNDERLAY_NET.hosts())[i])
-        run(_in_ns(ns, ["ip", "addr", "add", f"{addr}/{UNDERLAY_NET.prefixlen}", "dev", "ul0"]))
-        run(_in_ns(ns, ["ip", "link", "set", "ul0", "up"]))
+        run(in_netns(["ip", "addr", "add", f"{addr}/{UNDERLAY_NET.prefixlen}", "dev", "ul0"], ns))
+        run(in_netns(["ip", "link", "set", "ul0", "up"], ns))
         h = EmulatedHost(name, ns, addr, STATE / name / "docker.sock", DATA / name / "docker", STATE / name / "exec")
         _start_engine(h, ledger)
         hosts.append(h)
@@ -95,9 +91,9 @@ def _start_engine(h: EmulatedHost, ledger: ownership.Ledger) -> None:
     for d in (h.sock.parent, h.data_root, h.exec_root):
         d.mkdir(parents=True, exist_ok=True)
     log = open(h.sock.parent / "dockerd.log", "ab")  # noqa: SIM115 (the daemon keeps it)
-    cmd = _in_ns(h.ns, ["dockerd", "--data-root", str(h.data_root), "--exec-root", str(h.exec_root),
-                        "--host", h.engine, "--pidfile", str(h.sock.parent / "docker.pid"), "--iptables=false",
-                        "--ip6tables=false", "--bridge=none", "--ip-forward=false", "--ip-masq=false"])  # fmt: skip
+    cmd = in_netns(["dockerd", "--data-root", str(h.data_root), "--exec-root", str(h.exec_root),
+                    "--host", h.engine, "--pidfile", str(h.sock.parent / "docker.pid"), "--iptables=false",
+                    "--ip6tables=false", "--bridge=none", "--ip-forward=false", "--ip-masq=false"], h.ns)  # fmt: skip
     proc = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
     deadline = time.monotonic() + ENGINE_TIMEOUT
     while time.monotonic() < deadline:

@@ -7,7 +7,11 @@ in the host's network namespace with `nsenter --net`, in a mount namespace of it
 namespace's (Mininet and the counters read /sys/class/net) and the cgroup hierarchies are bound back under it.
 A remote host would take the same keeper over SSH: not built yet, and said so.
 
-    lab = multilab.deploy(topology, inventory)       # parts deployed, keepers ready
+At deploy, what the run's figures need to know about the hosts is measured: each stitch's underlay round trip and
+its sd (the delay and jitter the tunnel's path adds to the link's own), and each host's clock offset from this
+machine with its uncertainty (a ping-pong over the host's command channel), in state() for the manifest.
+
+    lab = multilab.deploy(topology, inventory)       # parts deployed, keepers ready, stitches and clocks measured
     lab.exec("h1", ["ping", "-c", "1", "10.0.3.2"])  # through the node's own engine
     lab.destroy()                                     # every keeper tears its part down
 """
@@ -18,6 +22,7 @@ import contextlib
 import json
 import os
 import shutil
+import statistics
 import subprocess
 import sys
 import time
@@ -28,10 +33,13 @@ from typing import Any
 
 from . import labctl, naming, placement
 from .errors import LabError
+from .shell import in_netns
 from .topo import Topology
 
 STATE_ROOT = Path("/run/protolab-hosts")
 READY_TIMEOUT = 600.0
+UNDERLAY_PINGS = 50  # echoes per stitch at 20 ms: 1 s
+CLOCK_PROBES = 5
 # in the keeper's own mount namespace: /sys for its network namespace, the cgroup tree bound back under it
 SYSFS = ('set -e; cg=$(mktemp -d); mount --rbind /sys/fs/cgroup "$cg"; mount -t sysfs sysfs /sys; '
          'mount --move "$cg" /sys/fs/cgroup; rmdir "$cg" 2>/dev/null || true; exec "$@"')  # fmt: skip
@@ -63,6 +71,8 @@ class Part:
 class MultiLab:
     placement: placement.Placement
     parts: dict[str, Part] = field(default_factory=dict)
+    underlay: list[dict[str, Any]] = field(default_factory=list)  # measure_underlay(): per stitch
+    clocks: dict[str, dict[str, Any]] = field(default_factory=dict)  # measure_clocks(): per host
 
     def host_of(self, node: str) -> Part:
         return self.parts[self.placement.node_host[node]]
@@ -76,7 +86,8 @@ class MultiLab:
 
     def state(self) -> dict[str, Any]:
         """Placement, stitches and each host's keeper state (for the manifest and inspect)."""
-        out: dict[str, Any] = {"placement": self.placement.to_json(), "hosts": {}}
+        out: dict[str, Any] = {"placement": self.placement.to_json(), "underlay": self.underlay,
+                               "clocks": self.clocks, "hosts": {}}  # fmt: skip
         for name, part in self.parts.items():
             with part.env():
                 out["hosts"][name] = labctl.load_state()
@@ -102,13 +113,72 @@ class MultiLab:
         return failures
 
 
+def host_cmd(host: placement.TestbedHost, cmd: list[str]) -> list[str]:
+    """`cmd` as it runs on a testbed host: in an emulated host's network namespace. A remote host (over SSH) is not
+    built yet, and says so."""
+    if host.netns is None:
+        raise LabError(f"testbed host {host.name}: commands on a remote host (over SSH) are not built yet; "
+                       "only emulated hosts (protolab_netns, protolab.emuhost) are")  # fmt: skip
+    return in_netns(cmd, host.netns)
+
+
+def measure_underlay(lab: MultiLab, inventory: placement.Inventory, count: int = UNDERLAY_PINGS) -> None:
+    """What each stitch adds to its link: the round trip between its two hosts' underlay addresses, the path its
+    VXLAN packets take (ICMP echo from the first host, `count` at 20 ms), as mean, sd (the jitter), min and max in
+    seconds, into lab.underlay (the manifest's and `inspect`'s placement)."""
+    from .workloads.ping_runner import parse
+
+    lab.underlay = []
+    for st in lab.placement.stitches:
+        a, b = (inventory.get(h) for h in st.hosts)
+        rec: dict[str, Any] = {"link": list(st.link), "from": a.name, "to": b.name, "to_address": b.underlay}
+        ping = ["ping", "-D", "-n", "-c", str(count), "-i", "0.02", "-W", "1", str(b.underlay)]
+        p = subprocess.run(host_cmd(a, ping), capture_output=True, text=True, timeout=count * 0.02 + 30)
+        try:
+            sent, echoes = parse(p.stdout)
+        except ValueError as exc:
+            rec["error"] = str(exc)
+            lab.underlay.append(rec)
+            continue
+        rtts = [e.rtt for e in echoes]
+        rec |= {"sent": sent, "received": len(rtts)}
+        if rtts:
+            rec |= {"rtt_mean_seconds": statistics.fmean(rtts), "rtt_min_seconds": min(rtts),
+                    "rtt_max_seconds": max(rtts),
+                    "rtt_sd_seconds": statistics.stdev(rtts) if len(rtts) > 1 else 0.0}  # fmt: skip
+        lab.underlay.append(rec)
+
+
+def measure_clocks(lab: MultiLab, inventory: placement.Inventory, probes: int = CLOCK_PROBES) -> None:
+    """Each host's clock against this machine's, by a ping-pong: this machine's time t1, the host's wall clock read
+    by a command run there, this machine's time t4; offset = t_host - (t1 + t4) / 2, within +-(t4 - t1) / 2. Of
+    `probes` tries the one with the shortest round trip is kept (NTP's clock filter). One-way delays measured
+    across hosts carry that uncertainty; into lab.clocks."""
+    lab.clocks = {}
+    for name in lab.parts:
+        host = inventory.get(name)
+        best: tuple[float, float] | None = None  # (round trip, offset) in seconds
+        for _ in range(probes):
+            t1 = time.time_ns()
+            p = subprocess.run(host_cmd(host, ["date", "+%s%N"]), capture_output=True, text=True, timeout=30)
+            t4 = time.time_ns()
+            if p.returncode != 0 or not p.stdout.strip().isdigit():
+                continue
+            rtt, offset = (t4 - t1) / 1e9, (int(p.stdout.strip()) - (t1 + t4) / 2) / 1e9
+            if best is None or rtt < best[0]:
+                best = (rtt, offset)
+        lab.clocks[name] = ({"offset_seconds": best[1], "uncertainty_seconds": best[0] / 2, "probes": probes,
+                             "method": "ping-pong over the host's command channel, shortest of the probes"}
+                            if best else {"error": f"no clock reading from {name} in {probes} tries"})  # fmt: skip
+
+
 def _keeper_cmd(part: Part, req: labctl.Request) -> list[str]:
     ns = part.host.netns
     if ns is None:
         raise LabError(f"testbed host {part.host.name}: deploying on a remote host (over SSH) is not built yet; "
                        "only emulated hosts (protolab_netns, protolab.emuhost) are")  # fmt: skip
-    return ["nsenter", f"--net=/run/netns/{ns}", "unshare", "--mount", "--propagation", "private", "--",
-            "sh", "-c", SYSFS, "sh", sys.executable, "-m", "protolab.labctl", json.dumps(req.__dict__)]  # fmt: skip
+    return in_netns(["unshare", "--mount", "--propagation", "private", "--", "sh", "-c", SYSFS, "sh", sys.executable,
+                     "-m", "protolab.labctl", json.dumps(req.__dict__)], ns)  # fmt: skip
 
 
 def deploy(topology: Topology, inventory: placement.Inventory, out: Any = sys.stderr) -> MultiLab:
@@ -144,6 +214,12 @@ def deploy(topology: Topology, inventory: placement.Inventory, out: Any = sys.st
     if waiting:
         lab.destroy()
         raise LabError(f"deploy on {', '.join(sorted(waiting))} took longer than {READY_TIMEOUT:.0f} s")
+    measure_clocks(lab, inventory)
+    measure_underlay(lab, inventory)
+    for u in lab.underlay:
+        what = (f"RTT {u['rtt_mean_seconds'] * 1e3:.3f} ms, sd {u['rtt_sd_seconds'] * 1e6:.0f} us" if "rtt_mean_seconds"
+                in u else u.get("error", "no reply"))  # fmt: skip
+        print(f"stitch {'-'.join(u['link'])}: underlay {u['from']} -> {u['to']} {what}", file=out, flush=True)
     return lab
 
 

@@ -32,3 +32,12 @@ def ok(cmd: Sequence[str], timeout: float = 60) -> bool:
         return subprocess.run(list(cmd), capture_output=True, timeout=timeout).returncode == 0
     except (FileNotFoundError, subprocess.TimeoutExpired):
         return False
+
+
+def in_netns(cmd: Sequence[str], ns: str | None = None, pid: int | None = None) -> list[str]:
+    """`cmd` in a network namespace: a named one (/run/netns/NS), or a process's (`pid`, e.g. a container's);
+    neither: as it is. `nsenter --net` rather than `ip netns exec`, which remounts /sys for the namespace and so
+    hides the cgroup v1 hierarchies from what runs in it (a Docker engine refuses to start)."""
+    if pid is not None:
+        return ["nsenter", "-t", str(pid), "-n", *cmd]
+    return ["nsenter", f"--net=/run/netns/{ns}", *cmd] if ns else list(cmd)

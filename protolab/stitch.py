@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from .shell import run
+from .shell import in_netns, run
 from .topo import VxlanEnd
 
 
@@ -22,27 +22,21 @@ def vxlan_name(vni: int) -> str:
     return f"vx{vni}"
 
 
-def _in(ns: str | None, cmd: Sequence[str], pid: int | None = None) -> list[str]:
-    if pid is not None:  # a container's namespace, by a process in it
-        return ["nsenter", "-t", str(pid), "-n", *cmd]
-    return (["ip", "netns", "exec", ns] if ns else []) + list(cmd)
-
-
 def attach(bridge: str, end: VxlanEnd, ns: str | None = None) -> str:
     """Make `end`'s VXLAN device, join it to `bridge` with the stitch's MTU and bring it up; its name."""
     dev = vxlan_name(end.vni)
-    run(_in(ns, ["ip", "link", "add", dev, "type", "vxlan", "id", str(end.vni), "local", end.local,
-                 "remote", end.remote, "dstport", str(end.port), "nolearning"]))  # fmt: skip
-    run(_in(ns, ["ip", "link", "set", dev, "mtu", str(end.mtu)]))
-    run(_in(ns, ["ip", "link", "set", dev, "master", bridge, "up"]))
+    run(in_netns(["ip", "link", "add", dev, "type", "vxlan", "id", str(end.vni), "local", end.local,
+                 "remote", end.remote, "dstport", str(end.port), "nolearning"], ns))  # fmt: skip
+    run(in_netns(["ip", "link", "set", dev, "mtu", str(end.mtu)], ns))
+    run(in_netns(["ip", "link", "set", dev, "master", bridge, "up"], ns))
     return dev
 
 
 def set_mtu(interfaces: Sequence[str], mtu: int, ns: str | None = None, pid: int | None = None) -> None:
     """The stitch's MTU on a bridge port or a node's interface (`ns`: a named namespace; `pid`: a process's)."""
     for i in interfaces:
-        run(_in(ns, ["ip", "link", "set", "dev", i, "mtu", str(mtu)], pid))
+        run(in_netns(["ip", "link", "set", "dev", i, "mtu", str(mtu)], ns, pid=pid))
 
 
 def detach(end: VxlanEnd, ns: str | None = None) -> None:
-    run(_in(ns, ["ip", "link", "del", vxlan_name(end.vni)]), check=False)
+    run(in_netns(["ip", "link", "del", vxlan_name(end.vni)], ns), check=False)

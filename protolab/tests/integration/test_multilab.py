@@ -37,6 +37,15 @@ def test_the_triangle_over_two_emulated_hosts(tmp_path: Path, no_leftovers):
         assert min(rtts) > 260, rtts
         st = lab.state()
         assert st["placement"]["stitches"][0]["link"] == ["r1", "r2"]
+        # measured at deploy: the stitch's underlay path, and each host's clock against this machine's (the same
+        # clock here, so the ping-pong's estimate must fall within its own bound: t1 <= t_host <= t4)
+        (u,) = st["underlay"]
+        print(f"underlay {u}\nclocks {st['clocks']}")
+        assert (u["from"], u["to"], u["received"]) == ("host_a", "host_b", u["sent"]), u
+        assert 0 < u["rtt_min_seconds"] <= u["rtt_mean_seconds"] < 0.01 and u["rtt_sd_seconds"] >= 0, u
+        assert set(st["clocks"]) == {"host_a", "host_b"}
+        for c in st["clocks"].values():
+            assert abs(c["offset_seconds"]) <= c["uncertainty_seconds"] < 0.5, c
         assert {n for s in st["hosts"].values() for n in (x["name"] for x in s["nodes"])} == {"h1", "h2", "h3", "r1",
                                                                                               "r2"}  # fmt: skip
     finally:
