@@ -241,3 +241,18 @@ def test_place_shows_the_hosts_and_where_each_node_runs(tmp_path, capsys):
     assert cli.main(["place", "--format", "json", "--inventory", str(inv)]) == 0
     doc = yaml.safe_load(capsys.readouterr().out)
     assert [h["name"] for h in doc["hosts"]] == ["lab_a", "lab_b"] and doc["placement"] is None
+
+
+def test_a_hosts_clock_offset_is_bounded_by_its_round_trip(tmp_path, monkeypatch):
+    """measure_clocks' ping-pong, on hosts that share this machine's clock (the command runs here): the estimate
+    must lie within its own bound (t1 <= t_host <= t4), and a host that gives no reading says so."""
+    from protolab import multilab
+
+    inv = _inventory(tmp_path, {"a": {"protolab_netns": "x"}, "b": {"protolab_netns": "y"}})
+    lab = multilab.MultiLab(placement.Placement(inv.source, {}, []))
+    lab.parts = {h: multilab.Part(inv.get(h), None, tmp_path / h) for h in ("a", "b")}  # type: ignore[arg-type]
+    monkeypatch.setattr(multilab, "host_cmd", lambda host, cmd: cmd if host.name == "a" else ["false"])
+    multilab.measure_clocks(lab, inv, probes=3)
+    a = lab.clocks["a"]
+    assert abs(a["offset_seconds"]) <= a["uncertainty_seconds"] < 1.0 and a["probes"] == 3
+    assert lab.clocks["b"] == {"error": "no clock reading from b in 3 tries"}
