@@ -92,9 +92,10 @@ rules-test: images ## promtool check + unit tests of the Prometheus recording ru
 
 test: images lint unit rules-test go-test fuzz integration ## everything: lint, unit, rules, Go, fuzz, integration (what CI runs)
 
-bench: images ## benchmarks (figures, not gates): deploy/teardown per node, impairment apply/clear, linkem pps + added delay, DIS host PDUs/s, transfer syntaxes per PDU type (size, encode/decode ns, BER and skinny vs raw), converter C_2 msgs/s + added delay
+bench: images ## benchmarks (figures, not gates): deploy/teardown per node, deploy over k hosts (model), impairment apply/clear, linkem pps + added delay, DIS host PDUs/s, transfer syntaxes per PDU type (size, encode/decode ns, BER and skinny vs raw), converter C_2 msgs/s + added delay
 	$(PY) -m bench.deploy
 	$(PY) -m bench.deploy_floor
+	$(PY) -m bench.multihost
 	$(PY) -m bench.impair
 	$(PY) -m bench.spims
 	cd agents && go test -run '^$$' -bench . -benchtime 2s -cpu 2 ./dishost
