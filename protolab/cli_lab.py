@@ -12,6 +12,7 @@ from typing import Any
 
 EXAMPLES = {
     "deploy": "protolab deploy triangle            # mininet-topologies/triangle.yaml\n"
+    "  protolab deploy triangle --emulate-hosts a,b   # over two testbed hosts emulated here\n"
     "  protolab deploy my-net.yaml --node-filter 'h*,r1'\n"
     "  protolab deploy switched --param hosts=4 --param rate=10Mbit\n"
     "  protolab deploy link-fidelity        # an experiment's topology, nodes and impairments",
@@ -52,17 +53,34 @@ def cmd_deploy(a: argparse.Namespace) -> int:
 
     need_root("deploy")
     filt = [p for item in a.node_filter for p in item.split(",") if p]
-    st = labctl.deploy(labctl.Request(a.source, labctl.parse_params(a.param), filt, a.backend))
-    print(labctl.inspect_text(st))
+    if a.inventory or a.emulate_hosts:
+        from . import multilab
+
+        if a.inventory and a.emulate_hosts:
+            raise SystemExit("protolab deploy: --inventory or --emulate-hosts, not both")
+        emulate = [h for item in a.emulate_hosts for h in item.split(",") if h]
+        st = multilab.start_supervised({"source": a.source, "params": labctl.parse_params(a.param),
+                                        "node_filter": filt, "inventory": a.inventory, "emulate": emulate,
+                                        "cpus": a.host_cpus})  # fmt: skip
+        print(multilab.supervised_text(st))
+    else:
+        st = labctl.deploy(labctl.Request(a.source, labctl.parse_params(a.param), filt, a.backend))
+        print(labctl.inspect_text(st))
     print(f"\nup in {st['deploy_seconds']} s. `protolab exec NODE -- CMD`, `protolab inspect`, `protolab destroy`.",
           file=sys.stderr)  # fmt: skip
     return 0
 
 
 def cmd_destroy(_a: argparse.Namespace) -> int:
-    from . import labctl
+    from . import labctl, multilab
 
     need_root("destroy")
+    if (multi := multilab.load_supervised()) is not None:
+        failures = multilab.stop_supervised()
+        for f in failures:
+            print(f"left: {f} (`protolab clean` removes it)", file=sys.stderr)
+        print(f"destroyed lab {multi['name']} ({multi['run']}) over {', '.join(multi['parts'])}")
+        return 1 if failures else 0
     st = labctl.need_state()
     failures = labctl.destroy()
     for f in failures:
@@ -72,21 +90,28 @@ def cmd_destroy(_a: argparse.Namespace) -> int:
 
 
 def cmd_inspect(a: argparse.Namespace) -> int:
-    from . import labctl
+    from . import labctl, multilab
 
+    if (multi := multilab.load_supervised()) is not None:
+        print(json.dumps(multi, indent=1) if a.format == "json" else multilab.supervised_text(multi))
+        return 0
     st = labctl.request("inspect")["state"]
     print(json.dumps(st, indent=1) if a.format == "json" else labctl.inspect_text(st))
     return 0
 
 
 def cmd_exec(a: argparse.Namespace) -> int:
-    from . import labctl
+    from . import labctl, multilab
 
     cmd = a.cmd[1:] if a.cmd[:1] == ["--"] else a.cmd
     if a.all and a.node:  # `exec --all -- CMD ...`: argparse took CMD for the node
         cmd = [a.node, *cmd]
     if not cmd:
         raise SystemExit("protolab exec: give a command after --, e.g. protolab exec h1 -- ip addr")
+    if (multi := multilab.load_supervised()) is not None:
+        if a.all:
+            raise SystemExit("protolab exec --all: not for a lab over several hosts yet; name the node")
+        return multilab.supervised_exec(multi, a.node or "", cmd, tty=sys.stdin.isatty())
     return labctl.exec_cmd(None if a.all else a.node, cmd, all_nodes=a.all)
 
 
@@ -104,16 +129,26 @@ def cmd_graph(a: argparse.Namespace) -> int:
     return 0
 
 
+def _not_over_hosts(what: str) -> None:
+    from . import multilab
+
+    if multilab.load_supervised() is not None:
+        raise SystemExit(f"protolab {what}: not for a lab over several hosts yet (inspect, exec, check and destroy "
+                         "are)")  # fmt: skip
+
+
 def cmd_capture(a: argparse.Namespace) -> int:
     from . import labctl
 
     need_root("capture")
+    _not_over_hosts("capture")
     return labctl.capture(a.link, a.write, a.count, a.seconds, a.filter.split())
 
 
 def cmd_impair(a: argparse.Namespace) -> int:
     from . import labctl
 
+    _not_over_hosts("impair")
     if a.action == "clear":
         ans = labctl.request("impair", link=list(a.link), direction=a.direction, clear=True)
     else:
@@ -130,7 +165,13 @@ def cmd_impair(a: argparse.Namespace) -> int:
 
 
 def cmd_check(a: argparse.Namespace) -> int:
-    from . import labctl
+    from . import labctl, multilab
+
+    if (multi := multilab.load_supervised()) is not None:
+        results = multilab.recheck(multi)
+        if not results:
+            print("no impaired direction crosses a stitch: nothing to check")
+        return 0 if all(r["passed"] for r in results) else 3
 
     ans = labctl.request("check", family=6 if a.family == "ipv6" else 4)
     for line in ans["lines"] or ["no impaired direction to check (`protolab impair set` adds one)"]:
@@ -162,6 +203,13 @@ def add_parsers(sub: Any) -> None:
                    help="only these containers (names or globs, comma-separated; repeatable)")  # fmt: skip
     p.add_argument("--param", action="append", default=[], metavar="KEY=VALUE", help="a generator's parameter")
     p.add_argument("--backend", choices=["auto", "netem", "fallback"], default="auto", help="impairment backend")
+    p.add_argument("--inventory", metavar="FILE", help="over the testbed hosts of this Ansible inventory (placement "
+                   "as `protolab place` shows it; so far emulated hosts only)")  # fmt: skip
+    p.add_argument("--emulate-hosts", action="append", default=[], metavar="A,B",
+                   help="over testbed hosts emulated on this machine (a network namespace and a Docker engine each, "
+                   "torn down with the lab)")  # fmt: skip
+    p.add_argument("--host-cpus", type=float, default=1.0, metavar="N",
+                   help="with --emulate-hosts: the cores each host gives to nodes (placement's balance)")  # fmt: skip
     p.set_defaults(fn=cmd_deploy)
     _parser(sub, "destroy", "tear the deployed lab down").set_defaults(fn=cmd_destroy)
     p = _parser(sub, "inspect", "the deployed lab: nodes, addresses, links, impairments, last self-check")

@@ -32,7 +32,9 @@ from pathlib import Path
 from typing import Any
 
 from . import labctl, naming, placement
-from .errors import LabError
+from .errors import LabError, ProtolabError
+from .impair import Endpoint
+from .model.impairment import Impairment
 from .shell import in_netns
 from .topo import Topology
 
@@ -172,6 +174,88 @@ def measure_clocks(lab: MultiLab, inventory: placement.Inventory, probes: int = 
                             if best else {"error": f"no clock reading from {name} in {probes} tries"})  # fmt: skip
 
 
+class _View:
+    """A lab over several hosts as protolab.selfcheck sees a lab: the whole topology and its impairments, commands
+    in a node through its host's engine, a direction's two interfaces (found in the parts' keeper states; a
+    bridge's in its host's namespace, entered by its keeper's pid) and its impairment replaced through the keeper
+    that applies it (placement.split's rule: at sender on the sending node's host, at receiver on the
+    receiving node's; a stitched link's far end is that host's stitch bridge)."""
+
+    def __init__(self, lab: MultiLab, topology: Topology) -> None:
+        from . import graph
+
+        self.lab, self.topology, self.impairments = lab, topology, list(topology.impairments)
+        self.configured = graph.directions(topology.impairments)
+        self.current = dict(self.configured)
+        self.links = self
+        self.states: dict[str, dict[str, Any]] = {}
+        for name, part in lab.parts.items():
+            with part.env():
+                self.states[name] = labctl.load_state() or {}
+        self.stitched = {frozenset(s.link): s for s in lab.placement.stitches}
+
+    def exec(self, node: str, cmd: list[str], timeout: float = 600) -> tuple[int, str, str]:
+        return self.lab.exec(node, cmd, timeout=timeout)
+
+    def _local(self, a: str, b: str, at: str) -> tuple[str, list[str]]:
+        """(host, link in that host's part) of direction a -> b's impairment."""
+        st = self.stitched.get(frozenset((a, b)))
+        host = self.lab.placement.node_host[a if at == "sender" else b]
+        if st is None:
+            return host, [a, b]
+        x = placement.stitch_bridge(st.vni)
+        return host, ([a, x] if at == "sender" else [x, b])
+
+    def _end(self, node: str, other: str) -> Endpoint:
+        host = self.lab.placement.node_host[node]
+        st = self.stitched.get(frozenset((node, other)))
+        peer = placement.stitch_bridge(st.vni) if st else other
+        state = self.states[host]
+        for row in state.get("links", []):
+            names = [e["node"] for e in row["ends"]]
+            if set(names) == {node, peer}:
+                intf = row["ends"][names.index(node)]["interface"]
+                pid = next((n["pid"] for n in state["nodes"] if n["name"] == node), state.get("pid"))
+                return Endpoint(intf, pid)
+        raise LabError(f"no link {node}-{peer} in the part on {host}")
+
+    def ends(self, a: str, b: str) -> tuple[Endpoint, Endpoint]:
+        return self._end(a, b), self._end(b, a)
+
+    def replace(self, a: str, b: str, imp: Impairment, at: str) -> None:
+        from .topo import _percents_as_written
+
+        host, link = self._local(a, b, at)
+        given = _percents_as_written(imp.model_dump(mode="json"))
+        with self.lab.parts[host].env():
+            labctl.request("impair", link=link, direction="forward", at=at, set=given)
+        self.current[(a, b)] = (imp, at)
+
+
+def check_stitches(lab: MultiLab, topology: Topology, log: Any = print) -> list[dict[str, Any]]:
+    """protolab.selfcheck across every impaired direction of a stitched link, before any workload: a probe pair
+    whose path crosses it (end to end through both hosts' shapers and the tunnel), RTT over the path's own base
+    (its delays set to 1 us through the keepers, then put back), loss, and the rate at the shaping interface,
+    against selfcheck's bounds; one result per direction."""
+    from . import selfcheck
+
+    view = _View(lab, topology)
+    crossing = {d for s in lab.placement.stitches for d in (tuple(s.link), tuple(reversed(s.link)))}
+    dirs = [d for d in dict.fromkeys(d for item in topology.impairments for d in item.directions()) if d in crossing]
+    spec_rated = {d for item in topology.impairments if item.rate for d in item.directions()}
+    results = []
+    for d in dirs:
+        p = selfcheck.plan(topology, d, set(dirs))
+        if isinstance(p, str):
+            results.append({"from": d[0], "to": d[1], "passed": True, "skipped": p, "failures": []})
+            log(f"self-check across {d[0]}->{d[1]}: not probed ({p})")
+            continue
+        res = selfcheck.check_direction(view, p, selfcheck.expected(p, view.configured, spec_rated))
+        results.append(res)
+        log(f"self-check across {d[0]}->{d[1]} via {p.src}->{p.dst}: " + selfcheck.summarize(res))
+    return results
+
+
 def _keeper_cmd(part: Part, req: labctl.Request) -> list[str]:
     ns = part.host.netns
     if ns is None:
@@ -233,6 +317,14 @@ def clean_parts() -> list[str]:
     done: list[str] = []
     if not STATE_ROOT.is_dir():
         return done
+    with contextlib.suppress(OSError, ValueError, KeyError):  # a supervisor of a lab over several hosts
+        st = json.loads(supervisor_state().read_text())
+        if ownership.alive(st["pid"], st.get("start")):
+            os.kill(st["pid"], signal.SIGKILL)
+            done.append(f"killed the supervisor {st['pid']} of the lab over several hosts")
+    for f in (supervisor_state(), supervisor_log(), STATE_ROOT / "emulated-inventory.yml"):
+        with contextlib.suppress(FileNotFoundError):
+            f.unlink()
     for d in sorted(p for p in STATE_ROOT.iterdir() if p.is_dir()):
         pids: list[int] = []
         with contextlib.suppress(OSError, ValueError, KeyError):
@@ -248,3 +340,228 @@ def clean_parts() -> list[str]:
     with contextlib.suppress(OSError):
         STATE_ROOT.rmdir()
     return done
+
+
+# -- a lab over several hosts from the command line (`protolab deploy ... --inventory FILE | --emulate-hosts a,b`) --
+# A supervisor process holds it: it takes this machine's lab lock (so no run, deploy or clean interleaves), starts
+# emulated hosts when asked (their engines and namespaces in its ledger), deploys the parts, writes multilab.json
+# and waits; SIGTERM (`protolab destroy`) tears the parts down, then the emulated hosts.
+
+
+def supervisor_state() -> Path:
+    return STATE_ROOT / "multilab.json"
+
+
+def supervisor_log() -> Path:
+    return STATE_ROOT / "multilab.log"
+
+
+def load_supervised() -> dict[str, Any] | None:
+    """The state of a lab over several hosts held by a live supervisor, else None."""
+    from . import ownership
+
+    try:
+        st = json.loads(supervisor_state().read_text())
+    except (FileNotFoundError, ValueError):
+        return None
+    return st if ownership.alive(st["pid"], st.get("start")) else None
+
+
+def supervise(request: dict[str, Any]) -> int:
+    """The supervisor process (`python -m protolab.multilab REQUEST_JSON`); prints READY once the lab is up."""
+    import signal
+
+    from . import emuhost, ownership
+    from .results.store import new_run_id
+
+    stop = {"now": False}
+
+    def on_signal(_sig: int, _frm: Any) -> None:
+        stop["now"] = True
+
+    signal.signal(signal.SIGTERM, on_signal)
+    signal.signal(signal.SIGINT, on_signal)
+    run_id = "multilab-" + new_run_id()
+    try:
+        ownership.LOCK.acquire("deploy", run_id, hint="`protolab destroy` tears the lab over several hosts down")
+    except ProtolabError as exc:  # another run, deploy or clean holds this machine's lab state
+        print(f"FAILED: {exc}", flush=True)
+        return 1
+    ledger = ownership.begin_run(run_id, None)
+    lab: MultiLab | None = None
+    failures: list[str] = []
+    try:
+        req = labctl.Request(request["source"], request.get("params") or {}, request.get("node_filter") or [])
+        p = labctl.prepare(req)
+        inventory_path = Path(request["inventory"]) if request.get("inventory") else None
+        emulated = request.get("emulate") or []
+        if emulated:
+            hosts = emuhost.start(emulated, ledger)
+            for ref in sorted(set(p.images.values())):
+                emuhost.load_image(hosts, ref)
+            inventory_path = emuhost.write_inventory(hosts, STATE_ROOT / "emulated-inventory.yml",
+                                                     cpus=float(request.get("cpus") or 1.0))  # fmt: skip
+        inv = placement.load_inventory(inventory_path or placement.DEFAULT_INVENTORY)
+        t0 = time.monotonic()
+        lab = deploy(p.topology, inv, out=sys.stdout)
+        checks = check_stitches(lab, p.topology, log=lambda line: print(line, flush=True))
+        state = {"pid": os.getpid(), "start": ownership.start_time(os.getpid()), "run": run_id,
+                 "name": p.topology.kind, "source": req.source, "params": req.params, "node_filter": req.node_filter,
+                 "inventory": inv.source, "emulated": emulated,
+                 "deployed_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+                 "deploy_seconds": round(time.monotonic() - t0, 1),
+                 "parts": {n: {"engine": x.host.engine, "state_dir": str(x.state_dir)} for n, x in lab.parts.items()},
+                 "checks": checks, **{k: v for k, v in lab.state().items() if k != "hosts"}}  # fmt: skip
+        tmp = supervisor_state().with_suffix(".tmp")
+        tmp.write_text(json.dumps(state, indent=1) + "\n")
+        tmp.replace(supervisor_state())
+        print("READY", flush=True)
+        while not stop["now"]:
+            time.sleep(0.5)
+    except BaseException as exc:  # noqa: BLE001 (reported, then torn down)
+        print(f"FAILED: {exc}", flush=True)
+        failures.append(str(exc))
+    finally:
+        if lab is not None:
+            for f in lab.destroy():
+                print(f"left: {f}", flush=True)
+                failures.append(f)
+        for f in ledger.sweep():
+            print(f"left: {f}", flush=True)
+            failures.append(f)
+        with contextlib.suppress(FileNotFoundError):
+            supervisor_state().unlink()
+        ownership.LOCK.release()
+        print("DONE", flush=True)
+    return 1 if failures else 0
+
+
+def start_supervised(request: dict[str, Any], out: Any = sys.stderr) -> dict[str, Any]:
+    """`protolab deploy ... --inventory/--emulate-hosts`: start the supervisor, follow its log until READY."""
+    if (st := load_supervised()) is not None:
+        raise LabError(f"lab {st['name']} over {', '.join(st['parts'])} is deployed already: `protolab destroy` first")
+    if labctl.load_state() is not None:
+        raise LabError("a lab is deployed on this machine already: `protolab destroy` first")
+    labctl.prepare(labctl.Request(request["source"], request.get("params") or {}, request.get("node_filter") or []))
+    if request.get("inventory"):
+        placement.load_inventory(request["inventory"])  # a broken inventory fails here, before anything starts
+    STATE_ROOT.mkdir(parents=True, exist_ok=True)
+    with supervisor_log().open("w") as log:
+        proc = subprocess.Popen([sys.executable, "-m", "protolab.multilab", json.dumps(request)], stdout=log,
+                                stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, start_new_session=True,
+                                env=os.environ | {"PYTHONUNBUFFERED": "1"})  # fmt: skip
+    shown = 0
+    t0 = time.monotonic()
+    while time.monotonic() - t0 < READY_TIMEOUT + 120:
+        lines = supervisor_log().read_text(errors="replace").splitlines()
+        for line in lines[shown:]:
+            if line not in ("READY", "DONE") and not line.startswith("FAILED") and "bridge-nf-call" not in line:
+                print(f"  {line}", file=out, flush=True)
+        shown = len(lines)
+        if "READY" in lines and (st := load_supervised()) is not None:
+            return st
+        if proc.poll() is not None:
+            why = next(
+                (ln.removeprefix("FAILED: ") for ln in lines if ln.startswith("FAILED: ")), f"exit {proc.returncode}"
+            )
+            raise LabError(f"deploy over several hosts failed: {why} (log: {supervisor_log()})")
+        time.sleep(0.3)
+    proc.terminate()
+    raise LabError(f"deploy over several hosts took too long; stopped (log: {supervisor_log()})")
+
+
+def stop_supervised(timeout: float = 300) -> list[str]:
+    """`protolab destroy` of a lab over several hosts: SIGTERM to the supervisor, then wait for it to be done;
+    what it could not remove (its `left:` lines)."""
+    import signal
+
+    from . import ownership
+
+    st = load_supervised()
+    if st is None:
+        raise LabError("no lab over several hosts is deployed")
+    os.kill(st["pid"], signal.SIGTERM)
+    t0 = time.monotonic()
+    while ownership.alive(st["pid"], st.get("start")) and time.monotonic() - t0 < timeout:
+        time.sleep(0.2)
+    if ownership.alive(st["pid"], st.get("start")):
+        return [
+            f"the supervisor (pid {st['pid']}) is still tearing down after {timeout:.0f} s (log: {supervisor_log()})"
+        ]
+    text = supervisor_log().read_text(errors="replace") if supervisor_log().exists() else ""
+    left = [ln.removeprefix("left: ") for ln in text.splitlines() if ln.startswith("left: ")]
+    if not left:  # nothing to look into: the log and the emulated hosts' inventory go too
+        for f in (supervisor_log(), STATE_ROOT / "emulated-inventory.yml"):
+            with contextlib.suppress(FileNotFoundError):
+                f.unlink()
+        with contextlib.suppress(OSError):
+            STATE_ROOT.rmdir()
+    return left
+
+
+def attach(st: dict[str, Any]) -> MultiLab:
+    """The lab a supervisor holds, from its state, for commands run beside it (exec, check)."""
+    lab = MultiLab(placement.Placement.from_json(st["placement"]), underlay=list(st.get("underlay") or []),
+                   clocks=dict(st.get("clocks") or {}))  # fmt: skip
+    for host, part in st["parts"].items():
+        lab.parts[host] = Part(placement.TestbedHost(name=host, engine=part["engine"]), Topology(host),
+                               Path(part["state_dir"]))  # fmt: skip
+    return lab
+
+
+def recheck(st: dict[str, Any], log: Any = print) -> list[dict[str, Any]]:
+    """`protolab check` of a lab over several hosts: the self-check across its stitched links again, recorded in
+    its state."""
+    req = labctl.Request(st["source"], st.get("params") or {}, st.get("node_filter") or [])
+    results = check_stitches(attach(st), labctl.prepare(req).topology, log=log)
+    fresh = load_supervised()
+    if fresh is not None and fresh.get("run") == st.get("run"):
+        fresh["checks"] = results
+        tmp = supervisor_state().with_suffix(".tmp")
+        tmp.write_text(json.dumps(fresh, indent=1) + "\n")
+        tmp.replace(supervisor_state())
+    return results
+
+
+def supervised_exec(st: dict[str, Any], node: str, cmd: list[str], tty: bool = False) -> int:
+    """docker exec in a node of a lab over several hosts, through its host's engine."""
+    host = st["placement"]["nodes"].get(node)
+    if host is None:
+        raise LabError(f"{node}: not a node of the deployed lab {st['name']} (its nodes: "
+                       f"{', '.join(st['placement']['nodes'])})")  # fmt: skip
+    engine = st["parts"][host]["engine"]
+    return subprocess.call(["docker", "-H", engine, "exec", *(["-it"] if tty else []), naming.container_name(node),
+                            *cmd])  # fmt: skip
+
+
+def supervised_text(st: dict[str, Any]) -> str:
+    """`protolab inspect` of a lab over several hosts: where each node runs, the stitches and what was measured
+    about them, the hosts' clocks, then each host's part as a lab of its own."""
+    lines = [f"lab {st['name']} ({st['run']}) over {len(st['parts'])} testbed hosts of {st['inventory']}"
+             f"{' (emulated)' if st.get('emulated') else ''}, up since {st['deployed_at']} (deployed in "
+             f"{st['deploy_seconds']} s), supervisor pid {st['pid']}", "", "placement:"]  # fmt: skip
+    for host, part in st["parts"].items():
+        nodes = [n for n, h in st["placement"]["nodes"].items() if h == host]
+        lines.append(f"  {host:<10} engine {part['engine']}: {', '.join(nodes)}")
+    for s, u in zip(st["placement"]["stitches"], st.get("underlay") or [], strict=False):
+        rtt = (f"underlay RTT {u['rtt_mean_seconds'] * 1e3:.3f} ms, sd {u['rtt_sd_seconds'] * 1e6:.0f} us"
+               if "rtt_mean_seconds" in u else u.get("error", "not measured"))  # fmt: skip
+        lines.append(f"  stitched {'-'.join(s['link'])}: VNI {s['vni']}, MTU {s['mtu']}, {rtt}")
+    from .selfcheck import summarize
+
+    for c in st.get("checks") or []:
+        lines.append(f"  self-check across {c['from']}->{c['to']}: " + (c.get("skipped") or summarize(c)))
+    for host, c in (st.get("clocks") or {}).items():
+        what = (f"offset {c['offset_seconds'] * 1e6:+.0f} us +- {c['uncertainty_seconds'] * 1e6:.0f} us"
+                if "offset_seconds" in c else c.get("error", "?"))  # fmt: skip
+        lines.append(f"  clock of {host}: {what}")
+    for host, part in st["parts"].items():
+        with Part(placement.TestbedHost(name=host, engine=part["engine"]), Topology(host),
+                  Path(part["state_dir"])).env():  # fmt: skip
+            sub = labctl.load_state()
+        lines += ["", f"== {host} ==", labctl.inspect_text(sub) if sub else "(its keeper is not running)"]
+    return "\n".join(lines)
+
+
+if __name__ == "__main__":
+    sys.exit(supervise(json.loads(sys.argv[1])))

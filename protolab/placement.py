@@ -132,6 +132,14 @@ class Placement:
         return {"inventory": self.inventory, "nodes": dict(self.node_host), "groups": self.groups,
                 "stitches": [s.to_json() for s in self.stitches], "cpus_per_host": self.load}  # fmt: skip
 
+    @classmethod
+    def from_json(cls, d: Mapping[str, Any]) -> Placement:
+        """to_json's inverse (a lab over several hosts found again from its supervisor's state)."""
+        stitches = [Stitch((s["link"][0], s["link"][1]), (s["hosts"][0], s["hosts"][1]), s["vni"], s["mtu"],
+                           s["udp_port"]) for s in d.get("stitches") or []]  # fmt: skip
+        return cls(d["inventory"], dict(d["nodes"]), [list(g) for g in d.get("groups") or []], stitches,
+                   dict(d.get("cpus_per_host") or {}))  # fmt: skip
+
 
 def groups(topo: Topology) -> list[list[str]]:
     """Nodes that must share a host: each bridge with every node linked to it, transitively (union-find)."""

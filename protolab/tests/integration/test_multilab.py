@@ -53,3 +53,44 @@ def test_the_triangle_over_two_emulated_hosts(tmp_path: Path, no_leftovers):
         failures += ledger.sweep()
         assert failures == [], failures
     assert ledger.left() == []
+
+
+def test_a_lab_over_two_emulated_hosts_from_the_command_line(no_leftovers):
+    """As a user types it: `protolab deploy triangle --emulate-hosts ...` starts the hosts and the parts under a
+    supervisor, `inspect` shows the placement, the stitch and the clocks, `exec` reaches a node on either host,
+    `destroy` takes down the parts and then the emulated hosts."""
+    import json
+    import subprocess
+    import sys
+
+    def protolab(*args: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run([sys.executable, "-m", "protolab.cli", *args], capture_output=True, text=True,
+                              timeout=600)  # fmt: skip
+
+    up = protolab("deploy", "triangle", "--emulate-hosts", "cli_a,cli_b")
+    try:
+        assert up.returncode == 0, up.stdout[-3000:] + up.stderr[-3000:]
+        assert "stitched r1-r2: VNI 4200, MTU 1450, underlay RTT" in up.stdout, up.stdout
+        assert "clock of cli_b: offset" in up.stdout and "== cli_b ==" in up.stdout, up.stdout
+        # the self-check across the stitch: r1-r2's 135 ms each way and r2 -> r1's 1 % loss, over the path's base
+        assert "self-check across r1->r2: " in up.stdout and "self-check across r2->r1: " in up.stdout, up.stdout
+        st = json.loads(protolab("inspect", "--format", "json").stdout)
+        assert st["emulated"] == ["cli_a", "cli_b"] and st["placement"]["nodes"]["h3"] == "cli_b", st["placement"]
+        assert {(c["from"], c["to"]) for c in st["checks"]} == {("r1", "r2"), ("r2", "r1")}, st["checks"]
+        for c in st["checks"]:  # RTT over the path's base and loss (and a rated direction's rate) within the bounds
+            print(f"self-check across {c['from']}->{c['to']}: {c['measured']}")
+            assert c["passed"] and c["configured"]["rtt_seconds"] >= 0.27, c
+        t = topofile.load(topofile.find("triangle"))
+        h3 = next(lk.ip2 for lk in t.links if {lk.node1, lk.node2} == {"r2", "h3"}).split("/")[0]
+        ping = protolab("exec", "h1", "--", "ping", "-c", "3", "-i", "0.2", "-W", "2", h3)
+        assert ping.returncode == 0 and " 0% packet loss" in ping.stdout, ping.stdout + ping.stderr
+        assert min(float(x) for x in re.findall(r"time=([\d.]+) ms", ping.stdout)) > 260, ping.stdout
+        chk = protolab("check")  # the self-check across the stitch again, on demand
+        assert chk.returncode == 0 and "self-check across r2->r1 via" in chk.stdout, chk.stdout + chk.stderr
+        gone = protolab("exec", "nosuch", "--", "true")
+        assert gone.returncode != 0 and "nosuch: not a node of the deployed lab triangle" in gone.stderr
+    finally:
+        down = protolab("destroy")
+    assert down.returncode == 0, down.stdout + down.stderr
+    assert "destroyed lab triangle" in down.stdout
+    assert not multilab.supervisor_state().exists()

@@ -3,6 +3,7 @@ A shared medium and its members never span hosts; point-to-point links between h
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 import pytest
@@ -256,3 +257,71 @@ def test_a_hosts_clock_offset_is_bounded_by_its_round_trip(tmp_path, monkeypatch
     a = lab.clocks["a"]
     assert abs(a["offset_seconds"]) <= a["uncertainty_seconds"] < 1.0 and a["probes"] == 3
     assert lab.clocks["b"] == {"error": "no clock reading from b in 3 tries"}
+
+
+def test_inspect_text_of_a_lab_over_several_hosts(tmp_path):
+    """What `protolab inspect` prints from a supervisor's state: placement, the stitch with its underlay figures,
+    the clocks, and a part whose keeper is gone said as such."""
+    from protolab import multilab
+
+    st = {"name": "triangle", "run": "multilab-x", "inventory": "inv.yml", "emulated": ["a", "b"], "pid": 1,
+          "deployed_at": "2026-11-26T04:00:00Z", "deploy_seconds": 20.5,
+          "parts": {"a": {"engine": "unix:///a.sock", "state_dir": str(tmp_path / "a")},
+                    "b": {"engine": "unix:///b.sock", "state_dir": str(tmp_path / "b")}},
+          "placement": {"nodes": {"h1": "a", "r1": "a", "r2": "b", "h3": "b"},
+                        "stitches": [{"link": ["r1", "r2"], "hosts": ["a", "b"], "vni": 4200, "mtu": 1450}]},
+          "underlay": [{"link": ["r1", "r2"], "rtt_mean_seconds": 61e-6, "rtt_sd_seconds": 9e-6}],
+          "clocks": {"a": {"offset_seconds": 2e-6, "uncertainty_seconds": 450e-6},
+                     "b": {"error": "no clock reading from b in 5 tries"}}}  # fmt: skip
+    text = multilab.supervised_text(st)
+    assert "lab triangle (multilab-x) over 2 testbed hosts of inv.yml (emulated)" in text
+    assert "  a          engine unix:///a.sock: h1, r1" in text
+    assert "  stitched r1-r2: VNI 4200, MTU 1450, underlay RTT 0.061 ms, sd 9 us" in text
+    assert "  clock of a: offset +2 us +- 450 us" in text and "  clock of b: no clock reading from b" in text
+    assert text.count("(its keeper is not running)") == 2
+
+
+def test_a_stitched_directions_impairment_is_found_where_split_put_it(tmp_path, monkeypatch):
+    """selfcheck across a stitch goes through _View: a direction's impairment is changed by the keeper of the host
+    that applies it (sender's, toward its stitch bridge; receiver's, from it) and its ends are the nodes' own
+    interfaces (a container's by its pid, a bridge's in its host's namespace by the keeper's pid)."""
+    from protolab import labctl, multilab
+
+    t = topofile.load(topofile.find("triangle"))
+    inv = _inventory(tmp_path, TWO)
+    p = place(t, inv)
+    lab = multilab.MultiLab(p)
+    lab.parts = {h: multilab.Part(inv.get(h), part, tmp_path / h) for h, part in placement.split(t, p, inv).items()}
+    rows = {h: labctl._link_rows(part.topology) for h, part in lab.parts.items()}
+    states = {h: {"pid": 10 + i, "links": rows[h], "nodes": [{"name": n.name, "pid": 100 + j}
+                                                            for j, n in enumerate(lab.parts[h].topology.hosts)]}
+              for i, h in enumerate(lab.parts)}  # fmt: skip
+    monkeypatch.setattr(labctl, "load_state", lambda: states[os.environ["PROTOLAB_STATE_DIR"].rsplit("/", 1)[1]])
+    asked = []
+    monkeypatch.setattr(labctl, "request", lambda op, **kw: asked.append((os.environ["PROTOLAB_STATE_DIR"], op, kw)))
+    view = multilab._View(lab, t)
+    x = placement.stitch_bridge(4200)
+    assert view._local("r1", "r2", "sender") == ("lab_a", ["r1", x])
+    assert view._local("r1", "r2", "receiver") == ("lab_b", [x, "r2"])
+    assert view._local("h1", "lan", "sender") == ("lab_a", ["h1", "lan"])
+    snd, rcv = view.ends("r1", "r2")
+    assert snd.intf.startswith("r1-eth") and rcv.intf.startswith("r2-eth") and snd.pid >= 100 and rcv.pid >= 100
+    _h1, hub = view.ends("h1", "lan")
+    assert hub.pid == states["lab_a"]["pid"]  # the bridge's end: its host's namespace
+    imp, at = view.configured[("r2", "r1")]
+    view.replace("r2", "r1", imp.model_copy(update={"delay": 1e-6}), at)
+    ((where, op, kw),) = asked
+    assert (
+        where.endswith("lab_b")
+        and op == "impair"
+        and kw["link"] == ["r2", x]
+        and float(kw["set"]["loss"].rstrip("%")) == 1
+    )
+    assert view.current[("r2", "r1")][0].delay == 1e-6
+
+
+def test_a_placement_survives_json(tmp_path):
+    t = topofile.load(topofile.find("triangle"))
+    p = place(t, _inventory(tmp_path, TWO))
+    back = placement.Placement.from_json(p.to_json())
+    assert back == p and back.stitches[0].link == ("r1", "r2")
