@@ -9,16 +9,14 @@ Writes results/bench/deploy-<UTC time>.json with the machine it ran on.
 from __future__ import annotations
 
 import argparse
-import datetime as dt
-import json
 import statistics
 import time
-from pathlib import Path
 from typing import Any
 
 import pydantic
 
-from protolab import cleanup, environment, topo
+from bench import write_result
+from protolab import cleanup, topo
 from protolab.lab import Lab
 from protolab.topo import Topology
 
@@ -102,13 +100,8 @@ def main() -> int:
         "median_teardown_seconds_per_node": teardown / nodes,
         "median_total_seconds_per_node": (deploy + teardown) / nodes,
         "target_seconds_per_node": TARGET_SECONDS_PER_NODE,
-        "machine": environment.static(),
-        "at": dt.datetime.now(dt.UTC).isoformat(),
     }
-    out = Path(__file__).resolve().parent.parent / "results" / "bench"
-    out.mkdir(parents=True, exist_ok=True)
-    path = out / f"deploy-{dt.datetime.now(dt.UTC):%Y%m%dT%H%M%SZ}.json"
-    path.write_text(json.dumps(result, indent=2))
+    path = write_result("deploy", result)
     print(f"{nodes} nodes ({a.hosts} hosts + switch) on {result['machine']['cpu_count']} cores: "
           f"deploy {deploy / nodes:.3f} s/node, teardown {teardown / nodes:.3f} s/node, "
           f"total {(deploy + teardown) / nodes:.3f} s/node (aim: {TARGET_SECONDS_PER_NODE} s/node)")  # fmt: skip

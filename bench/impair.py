@@ -13,19 +13,17 @@
 from __future__ import annotations
 
 import argparse
-import datetime as dt
 import json
 import statistics
 import subprocess
 import time
 from concurrent.futures import ThreadPoolExecutor
-from pathlib import Path
 
-from protolab import cleanup, environment, impair, topo
+from bench import write_result
+from protolab import cleanup, impair, topo
 from protolab.lab import Lab
 from protolab.model.impairment import Impairment
 
-OUT = Path(__file__).resolve().parent.parent / "results" / "bench"
 FULL = Impairment(rate="50Mbit", delay="10ms", jitter="1ms", loss="1%")
 LINKEM_TARGET_PPS, LINKEM_TARGET_P99_US = 100_000, 100.0
 
@@ -85,7 +83,7 @@ def main() -> int:
 
     setLogLevel("critical")
     cleanup.clean(verbose=False)
-    result: dict = {"benchmark": "impair", "machine": environment.static(), "at": dt.datetime.now(dt.UTC).isoformat()}
+    result: dict = {"benchmark": "impair"}
     result["apply_clear"] = []
     for name, (ok, why) in impair.probe().items():
         if not ok:
@@ -110,9 +108,7 @@ def main() -> int:
                       f"({tp['without_linkem_pps']:,.0f} without)")  # fmt: skip
             print(f"  added one-way delay p50 {lk['added_p50_us']:.1f} us, p99 {lk['added_p99_us']:.1f} us "
                   f"(target: >= {LINKEM_TARGET_PPS:,} packets/s, p99 < {LINKEM_TARGET_P99_US:.0f} us)")  # fmt: skip
-    OUT.mkdir(parents=True, exist_ok=True)
-    path = OUT / f"impair-{dt.datetime.now(dt.UTC):%Y%m%dT%H%M%SZ}.json"
-    path.write_text(json.dumps(result, indent=2))
+    path = write_result("impair", result)
     print(f"-> {path}")
     return 0
 

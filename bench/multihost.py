@@ -21,15 +21,15 @@ single LAN of N nodes does not split: the model is for labs of several LANs or o
 from __future__ import annotations
 
 import argparse
-import datetime as dt
 import json
 import statistics
 import time
 from pathlib import Path
 from typing import Any
 
-from bench.deploy_floor import MEMORY_MARGIN, MEMORY_RESERVE_MIB, OUT, mem_available_mib
-from protolab import environment, placement, stitch
+from bench import OUT, write_result
+from bench.deploy_floor import MEMORY_MARGIN, MEMORY_RESERVE_MIB, mem_available_mib
+from protolab import placement, stitch
 from protolab.shell import in_netns, run
 from protolab.topo import VxlanEnd
 
@@ -106,12 +106,9 @@ def main() -> int:
         "benchmark": "multihost", "deploy_floor": str(src), "fit_a_seconds": fa, "fit_b_seconds_per_host": fb,
         "fit_over_hosts": [r["hosts"] for r in floor["results"]], "memory_mib_per_container": per,
         "memory_available_mib": available, "nodes_per_host_max": n_max, "stitch_seconds": times,
-        "stitch_seconds_median": c, "model": rows, "machine": environment.static(),
-        "at": dt.datetime.now(dt.UTC).isoformat(),
+        "stitch_seconds_median": c, "model": rows,
     }  # fmt: skip
-    OUT.mkdir(parents=True, exist_ok=True)
-    path = OUT / f"multihost-{dt.datetime.now(dt.UTC):%Y%m%dT%H%M%SZ}.json"
-    path.write_text(json.dumps(result, indent=2))
+    path = write_result("multihost", result)
     print(f"measured: deploy = {fa:.2f} s + {fb * 1e3:.1f} ms x N (fit over N = {result['fit_over_hosts']}, "
           f"{src.name}); {per or float('nan'):.1f} MiB per node container, {available:.0f} MiB available: about "
           f"{n_max:.0f} nodes per host; a stitched link {c * 1e3:.1f} ms to set up (median of {a.rounds})")  # fmt: skip
