@@ -356,7 +356,14 @@ func Run(ctx context.Context, p *Plan, live *Live) (*Result, error) {
 			paths = append(paths, &Path{Target: j.Target2, Source: j.Source2})
 		}
 		if err := dialPaths(ctx, p.T, paths, o, p.Limits.Timeout); err != nil {
-			return nil, err
+			// a result all the same: nothing measured, each path's error (a
+			// transfer over a channel no handshake survives delivered nothing,
+			// and says so, rather than leaving its caller without a result)
+			for _, pa := range paths {
+				res.Paths = append(res.Paths, pathResult(pa, nil))
+			}
+			res.Stopped, res.Error = "error", err.Error()
+			return res, err
 		}
 		defer func() {
 			for _, pa := range paths {

@@ -198,10 +198,15 @@ func udpQuick(name string) map[string]string {
 }
 
 func TestDualAllPathsDead(t *testing.T) {
-	_, err := runJob(t, jobJSON(map[string]any{"procedure": "request_response", "transport": "tcp",
+	res, err := runJob(t, jobJSON(map[string]any{"procedure": "request_response", "transport": "tcp",
 		"target": closedPort(t), "target2": closedPort(t), "iterations": 3}))
 	if err == nil || !strings.Contains(err.Error(), "path 1") || !strings.Contains(err.Error(), "path 2") {
 		t.Fatalf("err = %v, want both paths' errors", err)
+	}
+	// a result all the same: nothing measured, the error and each path's own
+	if res == nil || res.Stopped != "error" || res.Error != err.Error() || res.Completed != 0 || len(res.Paths) != 2 ||
+		res.Paths[0].Error == "" || res.Paths[1].Error == "" {
+		t.Fatalf("result %+v, want stopped=error with both paths' errors", res)
 	}
 }
 

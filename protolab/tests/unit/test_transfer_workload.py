@@ -232,3 +232,14 @@ def test_a_link_rate_other_than_the_satellite_links_is_refused(tmp_path):
     f.write_text(body.replace("SAT", "128kbit"))
     with pytest.raises(SpecError, match="link_rate 64 kbit/s, but the topology's satellite link runs at 128 kbit/s"):
         spec.load(f)
+
+
+def test_a_transfer_that_never_connects_delivered_nothing():
+    """QUIC at 1e-3: its 1,200-octet Initial packets survive one time in 20,000, so no handshake completes;
+    protolab-spims still reports (stopped: error, each path's error) and the row says nothing arrived."""
+    result = {"stopped": "error", "error": "no path connected: path 1 (10.0.1.1:7400): quic dial: timeout",
+              "received_bytes": 0, "elapsed_seconds": 0, "samples_seconds": [],
+              "paths": [{"target": "10.0.1.1:7400", "error": "quic dial: timeout", "counters": {}}]}  # fmt: skip
+    v = bulk_columns(task(stack="quic", tsdus=5), result)
+    assert v["delivered_bytes"] == 0 and v["efficiency_ratio"] == 0.0 and v["completed_ratio"] == 0.0
+    assert v["transfer_seconds"] is None and v["recv_buffer_max_bytes"] is None
