@@ -237,7 +237,7 @@ class ExperimentRun:
 
     def _carry_on(self, images: dict[str, str]) -> None:
         """--resume: the interrupted run's rows and fault events carried on; its invalid reasons kept but the
-        interruption's; the manifest records the resume."""
+        interruption's or abort's; the manifest records the resume."""
         from ..results.store import SUMMARY, load_json
 
         self.rows, self.fault_rows = self.rows_log.read(), self.faults_log.read()
@@ -246,7 +246,9 @@ class ExperimentRun:
             before = load_json(self.rundir.path / SUMMARY)
             # measurements the run guard invalidated (the machine was busy) are measured again
             remeasure = sorted(k for k, g in (before.get("guard") or {}).items() if g.get("reasons"))
-            undone = ("interrupted", "the run's process", "nothing was measured",
+            # an abort (a workload's error) left its measurement without a row: the resume measures it and the
+            # ones after it, and says so again if it aborts again
+            undone = ("interrupted", "the run's process", "nothing was measured", "aborted:",
                       *(f"{k.replace('/', ' rep ')} (" for k in remeasure))  # fmt: skip
             self.invalid += [r for r in before.get("invalid_reasons", []) if not r.startswith(undone)]
             self.guard |= {k: g for k, g in (before.get("guard") or {}).items() if k not in remeasure}

@@ -59,7 +59,8 @@ def test_progress_of_a_resumed_run_counts_what_it_had(capsys, monkeypatch):
 
 def test_a_resume_measures_again_what_the_guard_invalidated(tmp_path):
     """A measurement the run guard invalidated (the machine was busy) is dropped on resume: its row, its raw
-    samples and task outputs, its invalid reason and guard entry; the others stay."""
+    samples and task outputs, its invalid reason and guard entry; the others stay. An interruption's or an abort's
+    reason goes too: the resume measures what they left."""
     import json
 
     from protolab.results.store import JsonLog, RunDir
@@ -77,7 +78,8 @@ def test_a_resume_measures_again_what_the_guard_invalidated(tmp_path):
         "p000,0,send,s,{},1,1\np001,0,send,s,{},2,2\np001,1,send,s,{},3,3\n")  # fmt: skip
     busy = {"figures": {}, "reasons": ["host CPU 97% busy (> 95%)"]}
     (run_dir.path / "summary.json").write_text(json.dumps({
-        "invalid_reasons": ["p001 rep 0 (rate=1): host CPU 97% busy (> 95%)", "interrupted (SIGINT) after 3"],
+        "invalid_reasons": ["p001 rep 0 (rate=1): host CPU 97% busy (> 95%)", "interrupted (SIGINT) after 3",
+                            "aborted: WorkloadError: p002 rep 0 phase send: no result"],
         "guard": {"p000/0": {"figures": {}, "reasons": []}, "p001/0": busy, "p001/1": {"figures": {}, "reasons": []}},
     }))  # fmt: skip
     run_dir.write_json("manifest.json", {"experiment": "x", "run_id": run_dir.run_id, "spec": SPEC, "points": []})
