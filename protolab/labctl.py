@@ -35,7 +35,7 @@ from pydantic import ValidationError
 from . import naming, ownership, topo, topofile
 from .errors import LabError, ProtolabError, SpecError
 from .model.impairment import Impairment, LinkImpairment
-from .results.store import new_run_id
+from .results.store import new_run_id, write_json
 from .spec import EXPERIMENTS_DIR, NodeSpec, TopologySpec, node_settings
 from .topo import Topology
 
@@ -54,6 +54,60 @@ def socket_path() -> Path:
 
 def log_path() -> Path:
     return ownership.state_dir() / "lab.log"
+
+
+# -- processes that announce READY in their log -----------------------------------------------------------
+def spawn_logged(cmd: list[str], log: Path, env: dict[str, str] | None = None) -> subprocess.Popen[bytes]:
+    """Start cmd in a session of its own (it outlives its caller), its output to log (truncated first)."""
+    env = (env or dict(os.environ)) | {"PYTHONUNBUFFERED": "1"}
+    with log.open("w") as f:
+        return subprocess.Popen(cmd, stdout=f, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
+                                start_new_session=True, env=env)  # fmt: skip
+
+
+class NotReadyError(LabError):
+    """A process followed by await_ready exited before READY (name, returncode, the log's last lines) or the
+    time ran out (returncode None)."""
+
+    def __init__(self, message: str, name: str, returncode: int | None, lines: list[str]) -> None:
+        super().__init__(message)
+        self.name, self.returncode, self.lines = name, returncode, lines
+
+
+def _noise(line: str) -> bool:
+    return "bridge-nf-call" in line  # Mininet's sysctl probe on a kernel without br_netfilter
+
+
+def await_ready(procs: dict[str, tuple[subprocess.Popen[bytes], Path]], timeout: float,
+                echo: Any = None, tick: Any = None) -> None:  # fmt: skip
+    """Wait until every process's log has a line READY. echo(name, line) sees each new log line as it comes;
+    tick(elapsed seconds) is called a few times a second. Raises NotReadyError when one exits first (the others go on
+    running: the caller decides) or when timeout passes (none is stopped)."""
+    shown = dict.fromkeys(procs, 0)
+    waiting = set(procs)
+    t0 = time.monotonic()
+    while waiting:
+        for name in sorted(waiting):
+            proc, log = procs[name]
+            lines = log.read_text(errors="replace").splitlines() if log.exists() else []
+            if echo is not None:
+                for line in lines[shown[name] :]:
+                    if not _noise(line):
+                        echo(name, line)
+                shown[name] = len(lines)
+            if "READY" in lines:
+                waiting.discard(name)
+            elif proc.poll() is not None:
+                tail = [ln for ln in lines[-12:] if not _noise(ln)]
+                raise NotReadyError(f"{name} exited {proc.returncode} before it was ready", name, proc.returncode, tail)
+        if not waiting:
+            return
+        if time.monotonic() - t0 >= timeout:
+            name = sorted(waiting)[0]
+            raise NotReadyError(f"{', '.join(sorted(waiting))} not ready after {timeout:g} s", name, None, [])
+        if tick is not None:
+            tick(time.monotonic() - t0)
+        time.sleep(0.2)
 
 
 # -- what to deploy ---------------------------------------------------------------------------------------
@@ -213,9 +267,7 @@ class Keeper:
         }  # fmt: skip
 
     def write_state(self, status: str = "up") -> None:
-        tmp = state_path().with_suffix(".tmp")
-        tmp.write_text(json.dumps(self.state(status), indent=1) + "\n")
-        tmp.replace(state_path())
+        write_json(state_path(), self.state(status))
 
     def deploy(self) -> None:
         from .lab import Lab
@@ -425,27 +477,22 @@ def deploy(req: Request, out: Any = sys.stderr) -> dict[str, Any]:
         print(f"  --node-filter: {note}", file=out, flush=True)
     if len(p.notes) > NOTES_SHOWN:
         print(f"  --node-filter: and {len(p.notes) - NOTES_SHOWN} more routes dropped", file=out, flush=True)
-    log = log_path().open("w")
-    proc = subprocess.Popen([sys.executable, "-m", "protolab.labctl", json.dumps(req.__dict__)], stdout=log,
-                            stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, start_new_session=True,
-                            env=os.environ | {"PYTHONUNBUFFERED": "1"})  # fmt: skip
-    log.close()  # the keeper has its own
-    t0 = time.monotonic()
-    last = ""
-    while time.monotonic() - t0 < READY_TIMEOUT:
-        text = log_path().read_text()
-        if "READY" in text.splitlines():
-            return need_state()
-        if proc.poll() is not None:
-            tail = "\n".join(line for line in text.splitlines()[-12:] if "bridge-nf-call" not in line)
-            raise LabError(f"deploy failed (exit {proc.returncode}):\n{tail}")
-        now = f"  deploying: {time.monotonic() - t0:.0f}s"
-        if now != last and int(time.monotonic() - t0) % 5 == 4:
-            print(now, file=out, flush=True)
-            last = now
-        time.sleep(0.2)
-    proc.terminate()
-    raise LabError(f"deploy took longer than {READY_TIMEOUT:.0f}s; stopped (log: {log_path()})")
+    proc = spawn_logged([sys.executable, "-m", "protolab.labctl", json.dumps(req.__dict__)], log_path())
+    shown = [0]
+
+    def progress(elapsed: float) -> None:
+        if int(elapsed) // 5 > shown[0]:
+            shown[0] = int(elapsed) // 5
+            print(f"  deploying: {elapsed:.0f}s", file=out, flush=True)
+
+    try:
+        await_ready({"lab": (proc, log_path())}, READY_TIMEOUT, tick=progress)
+    except NotReadyError as e:
+        if e.returncode is None:
+            proc.terminate()
+            raise LabError(f"deploy took longer than {READY_TIMEOUT:.0f}s; stopped (log: {log_path()})") from None
+        raise LabError(f"deploy failed (exit {e.returncode}):\n" + "\n".join(e.lines)) from None
+    return need_state()
 
 
 def destroy() -> list[str]:

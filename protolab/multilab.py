@@ -34,7 +34,8 @@ from typing import Any
 from . import labctl, naming, placement
 from .errors import LabError, ProtolabError
 from .impair import Endpoint
-from .model.impairment import Impairment
+from .model.impairment import Impairment, percents_as_written
+from .results.store import write_json
 from .shell import in_netns
 from .topo import Topology
 
@@ -223,10 +224,8 @@ class _View:
         return self._end(a, b), self._end(b, a)
 
     def replace(self, a: str, b: str, imp: Impairment, at: str) -> None:
-        from .topo import _percents_as_written
-
         host, link = self._local(a, b, at)
-        given = _percents_as_written(imp.model_dump(mode="json"))
+        given = percents_as_written(imp.model_dump(mode="json"))
         with self.lab.parts[host].env():
             labctl.request("impair", link=link, direction="forward", at=at, set=given)
         self.current[(a, b)] = (imp, at)
@@ -274,30 +273,17 @@ def deploy(topology: Topology, inventory: placement.Inventory, out: Any = sys.st
         part = Part(inventory.get(name), t, STATE_ROOT / name)
         part.state_dir.mkdir(parents=True, exist_ok=True)
         req = labctl.Request(source=f"{topology.kind}@{name}", part=t.to_json())
-        log = (part.state_dir / "lab.log").open("w")
-        env = os.environ | {"PYTHONUNBUFFERED": "1", "PROTOLAB_STATE_DIR": str(part.state_dir),
-                            "DOCKER_HOST": part.host.engine}  # fmt: skip
-        part.proc = subprocess.Popen(_keeper_cmd(part, req), stdout=log, stderr=subprocess.STDOUT,
-                                     stdin=subprocess.DEVNULL, start_new_session=True, env=env)  # fmt: skip
-        log.close()
+        env = os.environ | {"PROTOLAB_STATE_DIR": str(part.state_dir), "DOCKER_HOST": part.host.engine}
+        part.proc = labctl.spawn_logged(_keeper_cmd(part, req), part.state_dir / "lab.log", env)
         lab.parts[name] = part
         print(f"deploying {len(t.hosts)} node(s) of {topology.kind} on {name}", file=out, flush=True)
-    t0 = time.monotonic()
-    waiting = set(lab.parts)
-    while waiting and time.monotonic() - t0 < READY_TIMEOUT:
-        for name in sorted(waiting):
-            part = lab.parts[name]
-            text = (part.state_dir / "lab.log").read_text(errors="replace")
-            if "READY" in text.splitlines():
-                waiting.discard(name)
-            elif part.proc is not None and part.proc.poll() is not None:
-                tail = "\n".join(ln for ln in text.splitlines()[-12:] if "bridge-nf-call" not in ln)
-                lab.destroy()
-                raise LabError(f"deploy on {name} failed (exit {part.proc.returncode}):\n{tail}")
-        time.sleep(0.3)
-    if waiting:
+    try:
+        labctl.await_ready({n: (pt.proc, pt.state_dir / "lab.log") for n, pt in lab.parts.items()}, READY_TIMEOUT)
+    except labctl.NotReadyError as e:
         lab.destroy()
-        raise LabError(f"deploy on {', '.join(sorted(waiting))} took longer than {READY_TIMEOUT:.0f} s")
+        if e.returncode is None:
+            raise LabError(f"deploy over several hosts: {e}") from None
+        raise LabError(f"deploy on {e.name} failed (exit {e.returncode}):\n" + "\n".join(e.lines)) from None
     measure_clocks(lab, inventory)
     measure_underlay(lab, inventory)
     for u in lab.underlay:
@@ -412,9 +398,7 @@ def supervise(request: dict[str, Any]) -> int:
                  "deploy_seconds": round(time.monotonic() - t0, 1),
                  "parts": {n: {"engine": x.host.engine, "state_dir": str(x.state_dir)} for n, x in lab.parts.items()},
                  "checks": checks, **{k: v for k, v in lab.state().items() if k != "hosts"}}  # fmt: skip
-        tmp = supervisor_state().with_suffix(".tmp")
-        tmp.write_text(json.dumps(state, indent=1) + "\n")
-        tmp.replace(supervisor_state())
+        write_json(supervisor_state(), state)
         print("READY", flush=True)
         while not stop["now"]:
             time.sleep(0.5)
@@ -446,28 +430,24 @@ def start_supervised(request: dict[str, Any], out: Any = sys.stderr) -> dict[str
     if request.get("inventory"):
         placement.load_inventory(request["inventory"])  # a broken inventory fails here, before anything starts
     STATE_ROOT.mkdir(parents=True, exist_ok=True)
-    with supervisor_log().open("w") as log:
-        proc = subprocess.Popen([sys.executable, "-m", "protolab.multilab", json.dumps(request)], stdout=log,
-                                stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, start_new_session=True,
-                                env=os.environ | {"PYTHONUNBUFFERED": "1"})  # fmt: skip
-    shown = 0
-    t0 = time.monotonic()
-    while time.monotonic() - t0 < READY_TIMEOUT + 120:
+    proc = labctl.spawn_logged([sys.executable, "-m", "protolab.multilab", json.dumps(request)], supervisor_log())
+
+    def echo(_: str, line: str) -> None:
+        if line not in ("READY", "DONE") and not line.startswith("FAILED"):
+            print(f"  {line}", file=out, flush=True)
+
+    try:
+        labctl.await_ready({"supervisor": (proc, supervisor_log())}, READY_TIMEOUT + 120, echo=echo)
+    except labctl.NotReadyError as e:
+        if e.returncode is None:
+            proc.terminate()
+            raise LabError(f"deploy over several hosts took too long; stopped (log: {supervisor_log()})") from None
         lines = supervisor_log().read_text(errors="replace").splitlines()
-        for line in lines[shown:]:
-            if line not in ("READY", "DONE") and not line.startswith("FAILED") and "bridge-nf-call" not in line:
-                print(f"  {line}", file=out, flush=True)
-        shown = len(lines)
-        if "READY" in lines and (st := load_supervised()) is not None:
-            return st
-        if proc.poll() is not None:
-            why = next(
-                (ln.removeprefix("FAILED: ") for ln in lines if ln.startswith("FAILED: ")), f"exit {proc.returncode}"
-            )
-            raise LabError(f"deploy over several hosts failed: {why} (log: {supervisor_log()})")
-        time.sleep(0.3)
-    proc.terminate()
-    raise LabError(f"deploy over several hosts took too long; stopped (log: {supervisor_log()})")
+        why = next((ln.removeprefix("FAILED: ") for ln in lines if ln.startswith("FAILED: ")), f"exit {e.returncode}")
+        raise LabError(f"deploy over several hosts failed: {why} (log: {supervisor_log()})") from None
+    if (st := load_supervised()) is None:
+        raise LabError(f"the supervisor said READY but wrote no state (log: {supervisor_log()})")
+    return st
 
 
 def stop_supervised(timeout: float = 300) -> list[str]:
@@ -517,9 +497,7 @@ def recheck(st: dict[str, Any], log: Any = print) -> list[dict[str, Any]]:
     fresh = load_supervised()
     if fresh is not None and fresh.get("run") == st.get("run"):
         fresh["checks"] = results
-        tmp = supervisor_state().with_suffix(".tmp")
-        tmp.write_text(json.dumps(fresh, indent=1) + "\n")
-        tmp.replace(supervisor_state())
+        write_json(supervisor_state(), fresh)
     return results
 
 

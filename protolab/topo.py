@@ -17,14 +17,13 @@ import ipaddress
 import sys
 from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
-from decimal import Decimal
 from pathlib import Path
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
 from .errors import SpecError
-from .model.impairment import LinkImpairment
+from .model.impairment import LinkImpairment, percents_as_written
 from .model.topology import HUB_QUEUE_DOC, NIC_FILTER_DOC, NicFilterMode, interface_name_problem
 from .registry import Registry
 from .units import BitsPerSecond
@@ -99,22 +98,6 @@ class Link:
     segment: str = "lan"  # a name for reports: which network segment this link belongs to
 
 
-PERCENT_FIELDS = ("loss", "duplicate", "reorder", "corrupt", "p", "r", "loss_bad", "loss_good")
-
-
-def _percents_as_written(d: dict[str, Any]) -> dict[str, Any]:
-    """An impairment's dump with its shares as '1%' again (Percent serializes as a bare ratio, and reads only a
-    percentage), digit for digit."""
-    out = {}
-    for k, v in d.items():
-        if isinstance(v, dict):
-            v = _percents_as_written(v)
-        elif k in PERCENT_FIELDS and isinstance(v, (int, float)) and not isinstance(v, bool):
-            v = f"{Decimal(repr(float(v))) * 100}%"
-        out[k] = v
-    return out
-
-
 @dataclass
 class Topology:
     kind: str
@@ -142,7 +125,7 @@ class Topology:
         switches = [Switch(**{**s, "vxlan": VxlanEnd(**s["vxlan"]) if s.get("vxlan") else None})
                     for s in d.pop("switches", [])]  # fmt: skip
         links = [Link(**lk) for lk in d.pop("links", [])]
-        imps = [LinkImpairment.model_validate(_percents_as_written(i)) for i in d.pop("impairments", [])]
+        imps = [LinkImpairment.model_validate(percents_as_written(i)) for i in d.pop("impairments", [])]
         return cls(hosts=hosts, switches=switches, links=links, impairments=imps, **d)
 
     def host(self, name: str) -> Host:

@@ -9,7 +9,8 @@ that install them are in protolab.impair. netem's queue limit is sized from rate
 from __future__ import annotations
 
 import math
-from typing import Annotated, Literal
+from decimal import Decimal
+from typing import Annotated, Any, Literal
 
 from pydantic import BeforeValidator, Field, WithJsonSchema, model_validator
 
@@ -39,6 +40,21 @@ Percent = Annotated[
     BeforeValidator(parse_percent),
     WithJsonSchema({"anyOf": [{"type": "string", "pattern": r"^\s*\d+(\.\d+)?\s*%\s*$"}, TEMPLATE_SCHEMA]}),
 ]
+
+PERCENT_FIELDS = ("loss", "duplicate", "reorder", "corrupt", "p", "r", "loss_bad", "loss_good")
+
+
+def percents_as_written(d: dict[str, Any]) -> dict[str, Any]:
+    """An impairment's JSON dump with its shares as '1%' again, digit for digit: Percent dumps a bare ratio
+    and reads only a percentage, so a dump goes back through the model only this way."""
+    out = {}
+    for k, v in d.items():
+        if isinstance(v, dict):
+            v = percents_as_written(v)
+        elif k in PERCENT_FIELDS and isinstance(v, (int, float)) and not isinstance(v, bool):
+            v = f"{Decimal(repr(float(v))) * 100}%"
+        out[k] = v
+    return out
 
 
 class GilbertElliott(Strict):

@@ -176,3 +176,42 @@ def test_exec_on_a_node_the_deployed_lab_lacks_names_its_nodes(monkeypatch, tmp_
     monkeypatch.setattr(labctl.subprocess, "call", lambda argv: pytest.fail(f"ran {argv}"))
     with pytest.raises(LabError, match=r"^h9: not a node of the deployed lab t \(its nodes: h1, r1\)$"):
         labctl.exec_cmd("h9", ["true"])
+
+
+# -- await_ready: real processes announcing READY in their logs --------------------------------------------
+def _spawn(tmp_path, name: str, script: str):
+    log = tmp_path / f"{name}.log"
+    return labctl.spawn_logged(["sh", "-c", script], log), log
+
+
+def test_await_ready_waits_for_every_log_and_echoes_new_lines(tmp_path):
+    procs = {"a": _spawn(tmp_path, "a", "echo one; sleep 0.3; echo READY; sleep 5"),
+             "b": _spawn(tmp_path, "b", "echo two; echo READY; sleep 5")}  # fmt: skip
+    seen: list[tuple[str, str]] = []
+    try:
+        labctl.await_ready(procs, timeout=20, echo=lambda n, line: seen.append((n, line)))
+    finally:
+        for p, _ in procs.values():
+            p.kill()
+    assert ("a", "one") in seen and ("b", "two") in seen and ("a", "READY") in seen
+    assert len(seen) == len(set(seen))  # each line once
+
+
+def test_await_ready_names_the_process_that_exited_first(tmp_path):
+    procs = {"ok": _spawn(tmp_path, "ok", "sleep 5"), "bad": _spawn(tmp_path, "bad", "echo broken here; exit 3")}
+    try:
+        with pytest.raises(labctl.NotReadyError) as e:
+            labctl.await_ready(procs, timeout=20)
+    finally:
+        procs["ok"][0].kill()
+    assert (e.value.name, e.value.returncode, e.value.lines) == ("bad", 3, ["broken here"])
+
+
+def test_await_ready_times_out_without_stopping_anything(tmp_path):
+    proc, log = _spawn(tmp_path, "slow", "sleep 5")
+    try:
+        with pytest.raises(labctl.NotReadyError) as e:
+            labctl.await_ready({"slow": (proc, log)}, timeout=0.5)
+        assert e.value.returncode is None and "slow not ready after 0.5 s" in str(e.value) and proc.poll() is None
+    finally:
+        proc.kill()
