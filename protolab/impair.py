@@ -34,10 +34,13 @@ from .units import format_rate
 
 @dataclass(frozen=True)
 class Endpoint:
-    """An interface and the network namespace it lives in (pid of a process there; None = root)."""
+    """An interface and the network namespace it lives in (pid of a process there; None = root). host_side: a
+    bridge's interface, in the namespace of the host the lab runs in (root here; a testbed host's namespace,
+    entered by its lab keeper's pid, in a lab over several hosts), not in a node's."""
 
     intf: str
     pid: int | None = None
+    host_side: bool = False
 
     def cmd(self, *args: str) -> list[str]:
         return ["nsenter", "-t", str(self.pid), "-n", *args] if self.pid else list(args)
@@ -91,9 +94,10 @@ def delete_rule(ep: Endpoint, table: str, rule: list[str], check: bool = True) -
 
 
 def ifb_for(ep: Endpoint) -> Endpoint:
-    """The IFB that takes an interface's ingress: `plab-i<hash>` in the root namespace, `<intf>i` in a node."""
-    name = f"{naming.PREFIX}i{zlib.crc32(ep.intf.encode()) % 10**6:06d}" if ep.pid is None else f"{ep.intf}i"[:15]
-    return Endpoint(name, ep.pid)
+    """The IFB that takes an interface's ingress: `plab-i<hash>` on the host side, `<intf>i` in a node."""
+    if ep.pid is None or ep.host_side:
+        return Endpoint(f"{naming.PREFIX}i{zlib.crc32(ep.intf.encode()) % 10**6:06d}", ep.pid, host_side=True)
+    return Endpoint(f"{ep.intf}i"[:15], ep.pid)
 
 
 def ingress_device(ep: Endpoint) -> Endpoint:

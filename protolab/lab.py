@@ -482,6 +482,17 @@ class Lab:
     def shaped_interfaces(self) -> set[str]:
         return self.links.shaped_interfaces if self.links else set()
 
+    def unshaped(self) -> dict[int | None, set[str]]:
+        """The data interfaces no shaper of this lab is on, by the network namespace they are in (a node's pid;
+        None: this machine's, the bridges' ends): where the guard reads queue drops."""
+        out: dict[int | None, set[str]] = {}
+        for name in self.net.keys() if self.net else []:
+            intfs = {i for i in self.data_interfaces(name) if i not in self.shaped_interfaces}
+            pid = self.nodes[name].pid if name in self.nodes else None
+            if intfs:
+                out.setdefault(pid, set()).update(intfs)
+        return out
+
     def _configure_hosts(self) -> None:
         t = self.topology
         v6: dict[str, list[str]] = {h.name: [] for h in t.hosts}  # node -> `ip -6 addr` commands
@@ -640,6 +651,15 @@ class Lab:
         return {h.name: _node_sysctls(h.forwarding, self.topology.ipv6) for h in self.topology.hosts}
 
     # -- use -------------------------------------------------------------------------------------
+    def data_interfaces(self, node: str) -> list[str]:
+        """A node's (or a bridge's) data interfaces in link order, as named in its namespace."""
+        return [i.name for i in self.net.get(node).intfList() if i.name != "lo"]
+
+    def node_shell(self, node: str, script: str) -> str:
+        """A root shell command in the node's network namespace (outside its container, whose /proc/sys is
+        read-only), its output."""
+        return self.net.get(node).cmd(script)
+
     def ip(self, node: str, intf: int = 0, family: int = 4) -> str:
         """A node's address on its intf-th data interface: IPv4, or (family 6) its IPv6 twin."""
         i = self.net.get(node).intfList()[intf]

@@ -19,6 +19,7 @@ machine with its uncertainty (a ping-pong over the host's command channel), in s
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import json
 import os
 import shutil
@@ -216,7 +217,9 @@ class _View:
             names = [e["node"] for e in row["ends"]]
             if set(names) == {node, peer}:
                 intf = row["ends"][names.index(node)]["interface"]
-                pid = next((n["pid"] for n in state["nodes"] if n["name"] == node), state.get("pid"))
+                pid = next((n["pid"] for n in state["nodes"] if n["name"] == node), None)
+                if pid is None:  # a bridge's end: the host's namespace, where its keeper lives
+                    return Endpoint(intf, state.get("pid"), host_side=True)
                 return Endpoint(intf, pid)
         raise LabError(f"no link {node}-{peer} in the part on {host}")
 
@@ -379,6 +382,7 @@ def supervise(request: dict[str, Any]) -> int:
     try:
         req = labctl.Request(request["source"], request.get("params") or {}, request.get("node_filter") or [])
         p = labctl.prepare(req)
+        whole = whole_topology(p)
         inventory_path = Path(request["inventory"]) if request.get("inventory") else None
         emulated = request.get("emulate") or []
         if emulated:
@@ -389,8 +393,8 @@ def supervise(request: dict[str, Any]) -> int:
                                                      cpus=float(request.get("cpus") or 1.0))  # fmt: skip
         inv = placement.load_inventory(inventory_path or placement.DEFAULT_INVENTORY)
         t0 = time.monotonic()
-        lab = deploy(p.topology, inv, out=sys.stdout)
-        checks = check_stitches(lab, p.topology, log=lambda line: print(line, flush=True))
+        lab = deploy(whole, inv, out=sys.stdout)
+        checks = check_stitches(lab, whole, log=lambda line: print(line, flush=True))
         state = {"pid": os.getpid(), "start": ownership.start_time(os.getpid()), "run": run_id,
                  "name": p.topology.kind, "source": req.source, "params": req.params, "node_filter": req.node_filter,
                  "inventory": inv.source, "emulated": emulated,
@@ -420,13 +424,25 @@ def supervise(request: dict[str, Any]) -> int:
     return 1 if failures else 0
 
 
+def whole_topology(p: labctl.Prepared) -> Topology:
+    """The topology a lab over several hosts splits: each node's image and CPU budget as the spec sets them, and
+    every impairment (the experiment's too), so that each part carries its share to its keeper. A node command
+    has nowhere to travel in a part yet: refused."""
+    given = sorted(n for n, c in p.commands.items() if c)
+    if given:
+        raise LabError(f"node command(s) of {', '.join(given)}: a lab over several hosts does not carry them yet")
+    hosts = [dataclasses.replace(h, image=p.images[h.name], cpus=p.cpus[h.name]) for h in p.topology.hosts]
+    return dataclasses.replace(p.topology, hosts=hosts, impairments=list(p.impairments))
+
+
 def start_supervised(request: dict[str, Any], out: Any = sys.stderr) -> dict[str, Any]:
     """`protolab deploy ... --inventory/--emulate-hosts`: start the supervisor, follow its log until READY."""
     if (st := load_supervised()) is not None:
         raise LabError(f"lab {st['name']} over {', '.join(st['parts'])} is deployed already: `protolab destroy` first")
     if labctl.load_state() is not None:
         raise LabError("a lab is deployed on this machine already: `protolab destroy` first")
-    labctl.prepare(labctl.Request(request["source"], request.get("params") or {}, request.get("node_filter") or []))
+    whole_topology(labctl.prepare(labctl.Request(request["source"], request.get("params") or {},
+                                                 request.get("node_filter") or [])))  # fmt: skip
     if request.get("inventory"):
         placement.load_inventory(request["inventory"])  # a broken inventory fails here, before anything starts
     STATE_ROOT.mkdir(parents=True, exist_ok=True)
@@ -493,7 +509,7 @@ def recheck(st: dict[str, Any], log: Any = print) -> list[dict[str, Any]]:
     """`protolab check` of a lab over several hosts: the self-check across its stitched links again, recorded in
     its state."""
     req = labctl.Request(st["source"], st.get("params") or {}, st.get("node_filter") or [])
-    results = check_stitches(attach(st), labctl.prepare(req).topology, log=log)
+    results = check_stitches(attach(st), whole_topology(labctl.prepare(req)), log=log)
     fresh = load_supervised()
     if fresh is not None and fresh.get("run") == st.get("run"):
         fresh["checks"] = results

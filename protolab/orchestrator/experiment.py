@@ -368,7 +368,7 @@ class ExperimentRun:
         ex = point.experiment
         row: dict[str, Any] = {"point": point.id, "repetition": rep, **{k: _cell(v) for k, v in point.values.items()}}
         time.sleep(ex.settle)
-        unshaped = _unshaped(lab)
+        unshaped = lab.unshaped()
         lab_pids = [n.pid for n in lab.nodes.values()] + self.monitor_pids
         before = guard.snapshot(unshaped, lab_pids)
         windows: list[collect.Window] = []
@@ -462,17 +462,6 @@ class ExperimentRun:
             self.status = EXIT_INVALID
         if not self.teardown_failures and not self.keep:
             self.ledger.sweep()  # the run record (and anything left) last
-
-
-def _unshaped(lab: Lab) -> dict[int | None, set[str]]:
-    out: dict[int | None, set[str]] = {}
-    for name in lab.net.keys() if lab.net else []:
-        node = lab.net.get(name)
-        intfs = {i.name for i in node.intfList() if i.name != "lo" and i.name not in lab.shaped_interfaces}
-        pid = lab.nodes[name].pid if name in lab.nodes else None
-        if intfs:
-            out.setdefault(pid, set()).update(intfs)
-    return out
 
 
 def _cell(v: Any) -> Any:

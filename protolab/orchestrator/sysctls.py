@@ -17,7 +17,7 @@ class PhaseSysctls:
         self._undo: list[tuple[str, str, str]] = []  # (node, key, value before)
 
     def _sh(self, node: str, script: str) -> str:
-        out = self.lab.net.get(node).cmd(f'{{ {script} ; }} 2>&1; echo "rc=$?"')
+        out = self.lab.node_shell(node, f'{{ {script} ; }} 2>&1; echo "rc=$?"')
         body, _, rc = out.rstrip().rpartition("rc=")
         if rc.strip() != "0":
             raise WorkloadError(f"sysctl on {node}: `{script}`: {body.strip()[-300:]}")
@@ -56,7 +56,7 @@ class PhaseSysctls:
         for node in dict.fromkeys(task.nodes()):
             for key in task.sysctls:
                 path = "/proc/sys/" + key.replace(".", "/")
-                if "rc=0" not in self.lab.net.get(node).cmd(f'test -e {path}; echo "rc=$?"'):
+                if "rc=0" not in self.lab.node_shell(node, f'test -e {path}; echo "rc=$?"'):
                     return f"sysctl {key} does not exist on {node} (this kernel lacks that part: no {path})"
         return None
 

@@ -124,7 +124,10 @@ class LabAPI(Protocol):
     topology: Any
     nodes: dict[str, Any]
     cpus: dict[str, float | None]
-    net: Any
+
+    def data_interfaces(self, node: str) -> list[str]: ...
+
+    def node_shell(self, node: str, script: str) -> str: ...
 
     def exec(self, node: str, cmd: list[str], timeout: float | None = None) -> tuple[int, str, str]: ...
 

@@ -51,7 +51,7 @@ class DisRunner(WorkloadRunner[DisTask]):
         the write and read-only again (the container's own mount stays read-only throughout)."""
         t = self.task
         mask = format(1 << t.cpu, "x") if t.cpu is not None else "0"
-        intfs = [i.name for i in self.lab.net.get(t.receiver).intfList() if i.name != "lo"]
+        intfs = self.lab.data_interfaces(t.receiver)
         files = " ".join(f"/sys/class/net/{i}/queues/rx-*/rps_cpus" for i in intfs)
         script = (
             f"mount -t sysfs sysfs /sys && mount -o remount,rw /sys || exit 1; rc=0; "

@@ -110,7 +110,7 @@ class RequestResponseRunner(WorkloadRunner[RequestResponseTask]):
         return out
 
     def _intf(self, node: str, index: int) -> str:
-        return self.lab.net.get(node).intfList()[index].name
+        return self.lab.data_interfaces(node)[index]
 
     def _address(self, node: str, index: int) -> str:
         return self.lab.ip(node, index, family=self.task.address_family())
@@ -119,7 +119,7 @@ class RequestResponseRunner(WorkloadRunner[RequestResponseTask]):
         t = self.task
         if t.two_paths():
             for node in (t.client, t.server):
-                if len(self.lab.net.get(node).intfList()) < 2:
+                if len(self.lab.data_interfaces(node)) < 2:
                     raise WorkloadError(f"request_response task {t.name}: {node} has one interface; mptcp and "
                                         "redundant need two (a dual_homed topology)")  # fmt: skip
         if t.mptcp:

@@ -167,3 +167,14 @@ def test_htb_burst_is_one_frame_on_slow_links_and_ten_frames_or_4ms_from_1_mbit(
     assert impair.htb_burst(rate) == burst
     args = impair._rate_args(rate)
     assert args[args.index("burst") + 1] == args[args.index("cburst") + 1] == str(burst)
+
+
+def test_ifb_names_follow_the_side_not_the_pid():
+    """A bridge's end in a testbed host's namespace (entered by its keeper's pid) gets the host-side IFB name the
+    keeper made there, as a bridge's end here does; a node's end gets its own."""
+    here = impair.ifb_for(impair.Endpoint("s1-eth1"))
+    there = impair.ifb_for(impair.Endpoint("s1-eth1", 4242, host_side=True))
+    node = impair.ifb_for(impair.Endpoint("h1-eth0", 4242))
+    assert here.intf == there.intf and here.intf.startswith("plab-i") and len(here.intf) <= 15
+    assert (there.pid, there.host_side) == (4242, True) and here.pid is None
+    assert (node.intf, node.pid, node.host_side) == ("h1-eth0i", 4242, False)

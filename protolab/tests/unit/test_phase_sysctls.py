@@ -33,10 +33,9 @@ class FakeNode:
 class FakeLab:
     def __init__(self) -> None:
         self.nodes = {n: FakeNode({"net.ipv4.tcp_sack": "1", "net.mptcp.stale_loss_cnt": "4"}) for n in ("h1", "h2")}
-        self.net = self
 
-    def get(self, node: str) -> FakeNode:
-        return self.nodes[node]
+    def node_shell(self, node: str, script: str) -> str:
+        return self.nodes[node].cmd(script)
 
 
 class Runner:

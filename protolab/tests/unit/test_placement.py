@@ -325,3 +325,27 @@ def test_a_placement_survives_json(tmp_path):
     p = place(t, _inventory(tmp_path, TWO))
     back = placement.Placement.from_json(p.to_json())
     assert back == p and back.stitches[0].link == ("r1", "r2")
+
+
+def test_a_deploy_over_hosts_carries_the_specs_images_budgets_and_impairments_to_the_parts(tmp_path):
+    """What an experiment adds to its topology (node images and CPU budgets, its own impairments) reaches the
+    part of the host that applies it; a node command, which a part cannot carry yet, is refused by name."""
+    from protolab import labctl, multilab
+    from protolab.errors import LabError
+    from protolab.model.impairment import LinkImpairment
+
+    inv = _inventory(tmp_path, TWO)
+    t = topofile.load(topofile.find("triangle"))
+    extra = LinkImpairment.model_validate({"link": ["h3", "r2"], "direction": "forward", "loss": "2%"})
+    images = {h.name: "protolab/node:test" for h in t.hosts} | {"h3": "protolab/other:test"}
+    cpus = {h.name: None for h in t.hosts} | {"h3": 0.25}
+    p = labctl.Prepared("triangle", t, images, cpus, dict.fromkeys(images), [*t.impairments, extra], "triangle")
+    whole = multilab.whole_topology(p)
+    parts = placement.split(whole, place(whole, inv), inv)
+    (h3,) = [h for h in parts["lab_b"].hosts if h.name == "h3"]
+    assert (h3.image, h3.cpus) == ("protolab/other:test", 0.25)
+    assert any(i.link == ("h3", "r2") and i.loss == 0.02 for i in parts["lab_b"].impairments)
+    assert not any(i.link == ("h3", "r2") for i in parts["lab_a"].impairments)
+    assert t.impairments == whole.impairments[:-1] and all(h.image is None for h in t.hosts)  # the input is kept
+    with pytest.raises(LabError, match="node command.s. of h2: a lab over several hosts"):
+        multilab.whole_topology(labctl.Prepared("triangle", t, images, cpus, {"h2": ["sleep", "1"]}, [], "triangle"))

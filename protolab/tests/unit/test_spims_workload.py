@@ -167,15 +167,8 @@ def test_failover_follows_timeouts_to_the_first_reply():
 class FakeDualLab(FakeLab):
     """Two interfaces per host (10.0.1.x on eth0, 10.0.2.x on eth1); one canned request_response result."""
 
-    class _Net:
-        def get(self, node: str) -> Any:
-            class Intf:
-                def __init__(self, name: str) -> None:
-                    self.name = name
-
-            return type("Node", (), {"intfList": lambda _self: [Intf(f"{node}-eth0"), Intf(f"{node}-eth1")]})()
-
-    net = _Net()
+    def data_interfaces(self, node: str) -> list[str]:
+        return [f"{node}-eth0", f"{node}-eth1"]
 
     def ip(self, node: str, intf: int = 0, family: int = 4) -> str:
         return f"10.0.{intf + 1}.{node[1:]}"
