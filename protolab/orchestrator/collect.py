@@ -27,8 +27,13 @@ def selector(m: Measurement) -> tuple[str, float]:
     return f'{metric}{{node="{m.node}",interface="{m.interface}"}}', factor
 
 
+MIN_COVER = 0.5  # the samples inside a window must span at least this share of it for a rate
+
+
 def column(m: Measurement, windows: list[Window], prom: Any, keep: Keep) -> float | None:
-    """The mean over the measured phases of the counter's rate inside each window; every sample kept raw."""
+    """The mean over the measured phases of the counter's rate inside each window; every sample kept raw. A
+    window whose samples inside span less than half of it (a phase of a second or two against a scrape a second)
+    gives no rate: the counters' steps would be those of the scrape, not of the work."""
     expr, factor = selector(m)
     values = []
     for phase_name, ws, we in windows:
@@ -38,6 +43,8 @@ def column(m: Measurement, windows: list[Window], prom: Any, keep: Keep) -> floa
             for s in samples:
                 keep(phase_name, m.column, labels, s.timestamp, s.value)
             inside = [s for s in samples if ws <= s.timestamp <= we]
+            if len(inside) < 2 or inside[-1].timestamp - inside[0].timestamp < MIN_COVER * (we - ws):
+                continue
             rate = monitor.counter_rate(inside)
             if rate is not None:
                 values.append(rate * factor)

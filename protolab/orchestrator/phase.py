@@ -18,12 +18,18 @@ log = logging.getLogger(__name__)
 LATE_START_NOTICE_SECONDS = 0.5  # a task starting later than this after its phase is said in the log
 
 
-def phase_window(t0: float, runners: list[Any], warmup: float, seconds: float) -> tuple[float, float]:
+def phase_window(t0: float, runners: list[Any], warmup: float, seconds: float,
+                 ended: float | None = None) -> tuple[float, float]:  # fmt: skip
     """The wall-clock window a phase's counters are measured over: from `warmup` after its traffic began to its
-    end. A task whose traffic began late says so with `started` (an iperf3 UDP handshake retried on a lossy
-    link); the latest such start moves the window with it."""
+    end: its duration, or when its last task ended if that came first (a duration that is a time limit, as a
+    SPIMS procedure's, must not stretch the window over idle seconds). A task whose traffic began late says so
+    with `started` (an iperf3 UDP handshake retried on a lossy link); the latest such start moves the window
+    with it. A phase shorter than its warmup has an empty window (start == end): nothing is measured."""
     late = max([r.started - t0 for r in runners if r.started is not None] + [0.0])
-    return t0 + late + warmup, t0 + late + seconds
+    start, end = t0 + late + warmup, t0 + late + seconds
+    if ended is not None:
+        end = min(end, ended)
+    return start, max(start, end)
 
 
 @dataclass
@@ -63,6 +69,7 @@ def run_phase(phase: Any, lab: Any, warmup: float, margin: float, exporter: Any,
     deadline = time.monotonic() + seconds + margin
     for th in threads:
         th.join(max(0.0, deadline - time.monotonic()))
+    ended = time.time()  # the tasks' end, before the faults and sysctls are put back
     hung = [t for (t, _), th in zip(live, threads, strict=True) if th.is_alive()]
     if events:
         out.events = schedule.stop()
@@ -75,7 +82,7 @@ def run_phase(phase: Any, lab: Any, warmup: float, margin: float, exporter: Any,
                                   f"{seconds:g}s; the run stops")  # fmt: skip
     elif errors:
         out.error = WorkloadError(f"{where}: " + "; ".join(errors))
-    out.window = phase_window(t0, runners, warmup, seconds)
+    out.window = phase_window(t0, runners, warmup, seconds, ended=None if hung else ended)
     late = out.window[0] - warmup - t0
     if late > LATE_START_NOTICE_SECONDS:
         log.info("%s: traffic began %.1fs late; measured from then", where, late)
