@@ -34,7 +34,7 @@ from pydantic import ValidationError
 
 from . import naming, ownership, topo, topofile
 from .errors import LabError, ProtolabError, SpecError
-from .model.impairment import Impairment, LinkImpairment
+from .model.impairment import Impairment, LinkImpairment, percents_as_written
 from .results.store import new_run_id, write_json
 from .spec import EXPERIMENTS_DIR, NodeSpec, TopologySpec, node_settings
 from .topo import Topology
@@ -262,6 +262,8 @@ class Keeper:
                              "impairment": imp.model_dump(mode="json", exclude_defaults=True)}
                             for (a, b), (imp, at) in sorted(lab.configured.items())],
             "cut": [list(k) for k in sorted(lab.links.cut)] if lab.links else [],
+            "applied": lab.applied, "shaped_interfaces": sorted(lab.shaped_interfaces),
+            "nic_filters": dict(lab.nic_filters), "receive_cpu": lab.receive_cpu.manifest(),
             "checks": self.checks, "events": self.events,
             "topology": {"kind": t.kind, "source": t.source, "ipv6": t.ipv6},
         }  # fmt: skip
@@ -310,6 +312,13 @@ class Keeper:
                 return {"ok": True, "state": self.state()}
             if op == "impair":
                 return self._impair(req)
+            if op == "links":
+                return self._links(req)
+            if op == "sh":
+                if req.get("node") not in self.lab.nodes:
+                    nodes = ", ".join(self.lab.nodes)
+                    raise LabError(f"sh: no node {req.get('node')!r} in this lab (its nodes: {nodes})")
+                return {"ok": True, "output": self.lab.node_shell(req["node"], str(req["script"]))}
             if op == "check":
                 return self._check(int(req.get("family", 4)))
             if op == "destroy":
@@ -353,6 +362,34 @@ class Keeper:
                             "direction": direction, "what": what})  # fmt: skip
         self.write_state()
         return {"ok": True, "configured": self.state()["impairments"]}
+
+    def _links(self, req: dict[str, Any]) -> dict[str, Any]:
+        """The link state's own operations, as a fault schedule or a self-check drives them from another process
+        (a run over several hosts): what is in force changes, the configured impairments do not (`impair` changes
+        those; `restore` goes back to them). Impairments come as JSON with their shares written as percentages
+        (model.impairment.percents_as_written); `step` changes only the fields it is given."""
+        links = self.lab.links
+        method = req.get("method")
+
+        def imp(d: dict[str, Any] | None) -> Impairment | None:
+            return None if d is None else Impairment.model_validate(percents_as_written(d))
+
+        if method == "replace":
+            a, b = req["link"]
+            links.replace(a, b, imp(req["impairment"]), req.get("at", "sender"))
+        elif method == "step":
+            links.step(tuple(req["link"]), req.get("direction", "forward"), imp(req.get("change")))
+        elif method == "set_cable":
+            if req.get("state") not in ("up", "down"):
+                raise ValueError(f"links set_cable: state {req.get('state')!r}, want up or down")
+            links.set_cable(tuple(req["link"]), req["state"])
+        elif method == "restore":
+            return {"ok": True, "failures": links.restore()}
+        else:
+            raise ValueError(f"links: method {method!r}, want replace, step, set_cable or restore")
+        current = [{"from": a, "to": b, "at": at, "impairment": i.model_dump(mode="json", exclude_defaults=True)}
+                   for (a, b), (i, at) in sorted(links.current.items())]  # fmt: skip
+        return {"ok": True, "current": current, "cut": [list(k) for k in sorted(links.cut)]}
 
     def _check(self, family: int = 4) -> dict[str, Any]:
         from . import selfcheck

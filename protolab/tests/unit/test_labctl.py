@@ -139,9 +139,25 @@ class FakeLab:
         self.cpus = {h.name: h.cpus for h in t.hosts}
         self.nodes = {h.name: SimpleNamespace(pid=100 + i, mgmt_ip="") for i, h in enumerate(t.hosts)}
 
+        self.nic_filters: dict[str, str] = {}
+        self.receive_cpu = SimpleNamespace(manifest=lambda: {"mode": "node"})
+        self.shell: list[tuple[str, str]] = []
+
     @property
     def configured(self):
         return self.links.configured
+
+    @property
+    def applied(self):
+        return self.links.applied
+
+    @property
+    def shaped_interfaces(self):
+        return self.links.shaped_interfaces
+
+    def node_shell(self, node: str, script: str) -> str:
+        self.shell.append((node, script))
+        return "1\n"
 
 
 def _keeper(monkeypatch, tmp_path) -> labctl.Keeper:
@@ -176,6 +192,40 @@ def test_exec_on_a_node_the_deployed_lab_lacks_names_its_nodes(monkeypatch, tmp_
     monkeypatch.setattr(labctl.subprocess, "call", lambda argv: pytest.fail(f"ran {argv}"))
     with pytest.raises(LabError, match=r"^h9: not a node of the deployed lab t \(its nodes: h1, r1\)$"):
         labctl.exec_cmd("h9", ["true"])
+
+
+def test_links_ops_change_what_is_in_force_and_leave_the_configured_alone(monkeypatch, tmp_path):
+    """The ops a run over several hosts drives a keeper's links with: replace, step (only the fields given), a
+    cable pulled and plugged, restore back to the configured; `impair` is the op that changes the configured."""
+    k = _keeper(monkeypatch, tmp_path)
+    assert k.handle({"op": "impair", "link": ["r1", "r2"], "direction": "forward", "set": {"delay": "20ms"}})["ok"]
+    configured = dict(k.lab.links.configured)
+    a = k.handle({"op": "links", "method": "replace", "link": ["r1", "r2"],
+                  "impairment": {"delay": "5ms", "loss": 0.01}})  # fmt: skip
+    assert a["ok"], a
+    assert a["current"] == [{"from": "r1", "to": "r2", "at": "sender", "impairment": {"delay": "5ms", "loss": 0.01}}]
+    a = k.handle({"op": "links", "method": "step", "link": ["r1", "r2"], "direction": "forward",
+                  "change": {"delay": "50ms"}})  # fmt: skip
+    assert a["current"][0]["impairment"] == {"delay": "50ms", "loss": 0.01}  # the loss stays
+    assert k.handle({"op": "links", "method": "set_cable", "link": ["r2", "r1"], "state": "down"})["cut"] == [
+        ["r1", "r2"]]  # fmt: skip
+    assert k.lab.links.configured == configured  # none of that is the spec's
+    assert k.handle({"op": "links", "method": "restore"}) == {"ok": True, "failures": []}
+    assert k.lab.links.current == configured and not k.lab.links.cut
+    assert k.lab.links.backend.calls[-1] == ("r1-x", "r2-y", 0.02)
+    bad = k.handle({"op": "links", "method": "set_cable", "link": ["r1", "r2"], "state": "sideways"})
+    assert bad == {"ok": False, "error": "links set_cable: state 'sideways', want up or down"}
+    assert "want replace, step" in k.handle({"op": "links", "method": "shake"})["error"]
+
+
+def test_sh_runs_in_a_node_of_the_lab_and_names_the_nodes_otherwise(monkeypatch, tmp_path):
+    k = _keeper(monkeypatch, tmp_path)
+    assert k.handle({"op": "sh", "node": "h3", "script": "sysctl -n net.ipv4.tcp_sack"}) == {"ok": True,
+                                                                                          "output": "1\n"}  # fmt: skip
+    assert k.lab.shell == [("h3", "sysctl -n net.ipv4.tcp_sack")]
+    assert k.handle({"op": "sh", "node": "h9", "script": "true"})["error"].startswith("sh: no node 'h9' in this lab")
+    st = k.state()
+    assert st["applied"] == [] and st["shaped_interfaces"] == [] and st["receive_cpu"] == {"mode": "node"}
 
 
 # -- await_ready: real processes announcing READY in their logs --------------------------------------------
