@@ -35,7 +35,7 @@ from typing import Any
 from . import labctl, naming, placement
 from .errors import LabError, ProtolabError
 from .impair import Endpoint
-from .model.impairment import Impairment, percents_as_written
+from .model.impairment import Impairment
 from .results.store import write_json
 from .shell import in_netns
 from .topo import Topology
@@ -228,9 +228,8 @@ class _View:
 
     def replace(self, a: str, b: str, imp: Impairment, at: str) -> None:
         host, link = self._local(a, b, at)
-        given = percents_as_written(imp.model_dump(mode="json"))
-        with self.lab.parts[host].env():
-            labctl.request("impair", link=link, direction="forward", at=at, set=given)
+        with self.lab.parts[host].env():  # what is in force; the keeper's configured impairments stay the spec's
+            labctl.request("links", method="replace", link=link, at=at, impairment=imp.model_dump(mode="json"))
         self.current[(a, b)] = (imp, at)
 
 

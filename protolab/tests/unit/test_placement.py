@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from protolab import placement, topofile
+from protolab import impair, placement, topofile
 from protolab.placement import PlacementError, load_inventory, place
 from protolab.spec import TopologySpec
 
@@ -307,16 +307,14 @@ def test_a_stitched_directions_impairment_is_found_where_split_put_it(tmp_path, 
     snd, rcv = view.ends("r1", "r2")
     assert snd.intf.startswith("r1-eth") and rcv.intf.startswith("r2-eth") and snd.pid >= 100 and rcv.pid >= 100
     _h1, hub = view.ends("h1", "lan")
-    assert hub.pid == states["lab_a"]["pid"]  # the bridge's end: its host's namespace
+    assert hub.pid == states["lab_a"]["pid"] and hub.host_side  # the bridge's end: its host's namespace
+    assert impair.ifb_for(hub).intf == impair.ifb_for(impair.Endpoint(hub.intf)).intf  # the IFB its keeper made
     imp, at = view.configured[("r2", "r1")]
     view.replace("r2", "r1", imp.model_copy(update={"delay": 1e-6}), at)
     ((where, op, kw),) = asked
-    assert (
-        where.endswith("lab_b")
-        and op == "impair"
-        and kw["link"] == ["r2", x]
-        and float(kw["set"]["loss"].rstrip("%")) == 1
-    )
+    assert (where.endswith("lab_b"), op, kw["method"], kw["link"], kw["at"]) == (True, "links", "replace", ["r2", x],
+                                                                                  "sender")  # fmt: skip
+    assert kw["impairment"]["loss"] == 0.01 and kw["impairment"]["delay"] == "0.001ms"
     assert view.current[("r2", "r1")][0].delay == 1e-6
 
 
