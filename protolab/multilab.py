@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
+import ipaddress
 import json
 import os
 import shutil
@@ -38,7 +39,7 @@ from .impair import Endpoint
 from .model.impairment import Impairment
 from .results.store import write_json
 from .shell import in_netns
-from .topo import Topology
+from .topo import Topology, v6_address
 
 STATE_ROOT = Path("/run/protolab-hosts")
 READY_TIMEOUT = 600.0
@@ -77,16 +78,23 @@ class MultiLab:
     parts: dict[str, Part] = field(default_factory=dict)
     underlay: list[dict[str, Any]] = field(default_factory=list)  # measure_underlay(): per stitch
     clocks: dict[str, dict[str, Any]] = field(default_factory=dict)  # measure_clocks(): per host
+    clients: dict[str, Any] = field(default_factory=dict)  # a docker client per host engine, made on first use
 
     def host_of(self, node: str) -> Part:
         return self.parts[self.placement.node_host[node]]
 
-    def exec(self, node: str, cmd: list[str], timeout: float = 60) -> tuple[int, str, str]:
-        """A command in a node's container, through its host's engine."""
+    def exec(self, node: str, cmd: list[str], timeout: float | None = None) -> tuple[int, str, str]:
+        """A command in a node's container through its host's engine, as Lab.exec runs one: no deadline unless
+        given (a workload's server runs for its phase), killed and ExecTimeoutError past it."""
+        from .lab import exec_in
+
         part = self.host_of(node)
-        p = subprocess.run(["docker", "-H", part.host.engine, "exec", naming.container_name(node), *cmd],
-                           capture_output=True, text=True, timeout=timeout)  # fmt: skip
-        return p.returncode, p.stdout, p.stderr
+        if part.host.name not in self.clients:
+            import docker
+
+            self.clients[part.host.name] = docker.DockerClient(base_url=part.host.engine)
+        container = self.clients[part.host.name].containers.get(naming.container_name(node))
+        return exec_in(container, cmd, timeout, where=f"{node} on {part.host.name}")
 
     def state(self) -> dict[str, Any]:
         """Placement, stitches and each host's keeper state (for the manifest and inspect)."""
@@ -196,8 +204,32 @@ class _View:
                 self.states[name] = labctl.load_state() or {}
         self.stitched = {frozenset(s.link): s for s in lab.placement.stitches}
 
-    def exec(self, node: str, cmd: list[str], timeout: float = 600) -> tuple[int, str, str]:
+    def exec(self, node: str, cmd: list[str], timeout: float | None = None) -> tuple[int, str, str]:
         return self.lab.exec(node, cmd, timeout=timeout)
+
+    def data_interfaces(self, node: str) -> list[str]:
+        """A node's interfaces in link order: the whole topology's, which each host's part keeps (a stitched link
+        ends at the host's stitch bridge in the same place)."""
+        return self.topology.interfaces()[node]
+
+    def ip(self, node: str, intf: int = 0, family: int = 4) -> str:
+        """A node's address on its intf-th data interface, as Lab.ip gives it: IPv4, or (family 6) its twin."""
+        links = [lk for lk in self.topology.links if node in (lk.node1, lk.node2)]
+        if not 0 <= intf < len(links):
+            raise LabError(f"{node}: no data interface {intf} (it has {len(links)})")
+        cidr = links[intf].ip1 if links[intf].node1 == node else links[intf].ip2
+        if cidr is None:
+            raise LabError(f"{node}: its data interface {intf} has no address")
+        if family == 4:
+            return str(ipaddress.ip_interface(cidr).ip)
+        if not self.topology.ipv6:
+            raise LabError(f"{node}: this lab has no IPv6 (its topology says ipv6: false)")
+        return str(ipaddress.ip_interface(v6_address(cidr)).ip)
+
+    def node_shell(self, node: str, script: str) -> str:
+        """A root shell command in the node's network namespace, run by the keeper of its host (Lab.node_shell)."""
+        with self.lab.host_of(node).env():
+            return str(labctl.request("sh", node=node, script=script)["output"])
 
     def _local(self, a: str, b: str, at: str) -> tuple[str, list[str]]:
         """(host, link in that host's part) of direction a -> b's impairment."""

@@ -3,6 +3,7 @@ A shared medium and its members never span hosts; point-to-point links between h
 
 from __future__ import annotations
 
+import dataclasses
 import os
 from pathlib import Path
 
@@ -10,6 +11,7 @@ import pytest
 import yaml
 
 from protolab import impair, placement, topofile
+from protolab.errors import LabError
 from protolab.placement import PlacementError, load_inventory, place
 from protolab.spec import TopologySpec
 
@@ -347,3 +349,40 @@ def test_a_deploy_over_hosts_carries_the_specs_images_budgets_and_impairments_to
     assert t.impairments == whole.impairments[:-1] and all(h.image is None for h in t.hosts)  # the input is kept
     with pytest.raises(LabError, match="node command.s. of h2: a lab over several hosts"):
         multilab.whole_topology(labctl.Prepared("triangle", t, images, cpus, {"h2": ["sleep", "1"]}, [], "triangle"))
+
+
+@pytest.mark.parametrize("kind", ["triangle", "satellite"])
+def test_a_lab_over_hosts_names_interfaces_and_addresses_as_one_host_does(tmp_path, monkeypatch, kind):
+    """What the runner asks of a lab -- a node's interfaces in order, its address on each (v4 and v6) -- is the
+    same over hosts as on one: each part keeps every node's link order, a stitched link ending at the stitch bridge
+    in its place; and a node's shell command goes to the keeper of its host."""
+    from protolab import labctl, multilab
+
+    t = topofile.load(topofile.find(kind)) if kind == "triangle" else TopologySpec(kind=kind, params={}).build()
+    hosts = sorted(h.name for h in t.hosts)
+    t.hosts = [dataclasses.replace(h, host="lab_b" if h.name == hosts[-1] else None) for h in t.hosts]
+    inv = _inventory(tmp_path, TWO)
+    p = place(t, inv)
+    assert p.stitches and len(set(p.node_host.values())) == 2  # something crosses
+    lab = multilab.MultiLab(p)
+    lab.parts = {h: multilab.Part(inv.get(h), part, tmp_path / h) for h, part in placement.split(t, p, inv).items()}
+    monkeypatch.setattr(labctl, "load_state", lambda: {})
+    asked = []
+    monkeypatch.setattr(labctl, "request", lambda op, **kw: asked.append((os.environ["PROTOLAB_STATE_DIR"], op, kw))
+                        or {"output": "ok"})  # fmt: skip
+    view = multilab._View(lab, t)
+    one = {row_end["node"]: [] for row in labctl._link_rows(t) for row_end in row["ends"]}
+    for row in labctl._link_rows(t):
+        for e in row["ends"]:
+            one[e["node"]].append(e)
+    for h in t.hosts:
+        part = lab.parts[p.node_host[h.name]].topology
+        assert view.data_interfaces(h.name) == part.interfaces()[h.name] == [e["interface"] for e in one[h.name]]
+        for i, e in enumerate(one[h.name]):
+            if e["address"]:
+                assert view.ip(h.name, i) == e["address"].split("/")[0]
+                assert view.ip(h.name, i, family=6) == e["address6"].split("/")[0]
+    with pytest.raises(LabError, match="no data interface 7"):
+        view.ip(t.hosts[0].name, 7)
+    assert view.node_shell(hosts[-1], "true") == "ok"
+    assert asked == [(str(tmp_path / p.node_host[hosts[-1]]), "sh", {"node": hosts[-1], "script": "true"})]
