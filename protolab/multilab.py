@@ -231,6 +231,43 @@ class _View:
         with self.lab.host_of(node).env():
             return str(labctl.request("sh", node=node, script=script)["output"])
 
+    def step(self, link: tuple[str, str], direction: str, change: Impairment | None) -> None:
+        """LinkState.step over hosts: the fields given in `change` replace the current ones of the direction(s),
+        each changed by the keeper that applies it."""
+        from .linkstate import DIRECTIONS
+
+        given = {k: getattr(change, k) for k in (change.model_fields_set if change else set())}
+        for d in DIRECTIONS[direction](*link):
+            imp, at = self.current.get(d, (Impairment(), "sender"))
+            self.replace(*d, imp.model_copy(update=given), at)
+
+    def set_cable(self, link: tuple[str, str], state: str) -> None:
+        """Pull ("down") or plug ("up") a link's cable. A stitched link is one cable between two hosts: each host
+        pulls its end (the node's port on its stitch bridge), so both nodes lose carrier as with one cable."""
+        a, b = link
+        st = self.stitched.get(frozenset(link))
+        if st is None:
+            hosts = {self.lab.placement.node_host[n] for n in link if n in self.lab.placement.node_host}
+            ends = {h: [a, b] for h in hosts}
+        else:
+            x = placement.stitch_bridge(st.vni)
+            ends = {self.lab.placement.node_host[n]: [n, x] for n in link}
+        for host, local in sorted(ends.items()):
+            with self.lab.parts[host].env():
+                labctl.request("links", method="set_cable", link=local, state=state)
+
+    def restore(self) -> list[str]:
+        """Every cable in and every direction as configured, on every host; what could not be, by host."""
+        failures = []
+        for host, part in sorted(self.lab.parts.items()):
+            try:
+                with part.env():
+                    failures += [f"{host}: {f}" for f in labctl.request("links", method="restore")["failures"]]
+            except LabError as exc:
+                failures.append(f"{host}: {exc}")
+        self.current = dict(self.configured)
+        return failures
+
     def _local(self, a: str, b: str, at: str) -> tuple[str, list[str]]:
         """(host, link in that host's part) of direction a -> b's impairment."""
         st = self.stitched.get(frozenset((a, b)))

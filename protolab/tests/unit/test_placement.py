@@ -386,3 +386,42 @@ def test_a_lab_over_hosts_names_interfaces_and_addresses_as_one_host_does(tmp_pa
         view.ip(t.hosts[0].name, 7)
     assert view.node_shell(hosts[-1], "true") == "ok"
     assert asked == [(str(tmp_path / p.node_host[hosts[-1]]), "sh", {"node": hosts[-1], "script": "true"})]
+
+
+def test_faults_over_hosts_go_to_the_keepers_that_hold_the_link(tmp_path, monkeypatch):
+    """A fault schedule's operations on a lab over hosts: a step changes each direction where its impairment is
+    applied; a cable pulled on a stitched link is pulled on both hosts (each its node's port on the stitch bridge);
+    restore asks every keeper and names the host of what failed."""
+    from protolab import labctl, multilab
+    from protolab.model.impairment import Impairment
+
+    t = topofile.load(topofile.find("triangle"))
+    inv = _inventory(tmp_path, TWO)
+    p = place(t, inv)
+    lab = multilab.MultiLab(p)
+    lab.parts = {h: multilab.Part(inv.get(h), part, tmp_path / h) for h, part in placement.split(t, p, inv).items()}
+    monkeypatch.setattr(labctl, "load_state", lambda: {})
+    asked = []
+
+    def request(op, **kw):
+        host = os.environ["PROTOLAB_STATE_DIR"].rsplit("/", 1)[1]
+        asked.append((host, op, kw))
+        return {"failures": ["r2->r1 back to configured: boom"] if host == "lab_b" else []}
+
+    monkeypatch.setattr(labctl, "request", request)
+    view = multilab._View(lab, t)
+    x = placement.stitch_bridge(4200)
+    view.step(("r1", "r2"), "both", Impairment.model_validate({"delay": "10ms"}))
+    assert [(h, kw["link"], kw["impairment"]["delay"]) for h, _, kw in asked] == [
+        ("lab_a", ["r1", x], "10ms"), ("lab_b", ["r2", x], "10ms")]  # fmt: skip
+    assert asked[1][2]["impairment"]["loss"] == 0.01  # r2 -> r1 keeps its loss: only the delay was given
+    asked.clear()
+    view.set_cable(("r2", "r1"), "down")
+    view.set_cable(("h1", "lan"), "up")
+    assert [(h, kw["method"], kw["link"], kw["state"]) for h, _, kw in asked] == [
+        ("lab_a", "set_cable", ["r1", x], "down"), ("lab_b", "set_cable", ["r2", x], "down"),
+        ("lab_a", "set_cable", ["h1", "lan"], "up")]  # fmt: skip
+    asked.clear()
+    assert view.restore() == ["lab_b: r2->r1 back to configured: boom"]
+    assert [(h, kw["method"]) for h, _, kw in asked] == [("lab_a", "restore"), ("lab_b", "restore")]
+    assert view.current == view.configured
