@@ -384,9 +384,12 @@ class Keeper:
                 raise ValueError(f"links set_cable: state {req.get('state')!r}, want up or down")
             links.set_cable(tuple(req["link"]), req["state"])
         elif method == "restore":
-            return {"ok": True, "failures": links.restore()}
+            failures = links.restore()
+            self.write_state()
+            return {"ok": True, "failures": failures}
         else:
             raise ValueError(f"links: method {method!r}, want replace, step, set_cable or restore")
+        self.write_state()  # its cut cables
         current = [{"from": a, "to": b, "at": at, "impairment": i.model_dump(mode="json", exclude_defaults=True)}
                    for (a, b), (i, at) in sorted(links.current.items())]  # fmt: skip
         return {"ok": True, "current": current, "cut": [list(k) for k in sorted(links.cut)]}
