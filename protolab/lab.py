@@ -33,7 +33,7 @@ from . import dockerhost, firewall, impair, naming, nicfilter, ownership, rxcpu,
 from .errors import ExecTimeoutError, LabError, ProtolabError
 from .hoststats import parse_proc_net_dev
 from .impair import Endpoint
-from .linkstate import LinkState
+from .linkstate import LinkState, wanted_settings
 from .model.impairment import Impairment, LinkImpairment
 from .ownership import Ledger
 from .shell import CommandError, run
@@ -449,17 +449,7 @@ class Lab:
 
     def _impair(self) -> None:
         """Shape every link's rate and apply the spec's impairments (validated by the spec) per direction."""
-        wanted: dict[tuple[str, str], tuple[Impairment, str]] = {}
-        for lk in self.topology.links:
-            if lk.rate_bps:
-                base = Impairment(rate=format_rate(lk.rate_bps))
-                wanted[(lk.node1, lk.node2)] = (base, "sender")
-                wanted[(lk.node2, lk.node1)] = (base, "sender")
-        for item in self.impairments:
-            given = {k: getattr(item, k) for k in item.model_fields_set if k not in ("link", "direction", "at")}
-            for d in item.directions():
-                base = wanted.get(d, (Impairment(), item.at))[0]
-                wanted[d] = (base.model_copy(update=given), item.at)
+        wanted = wanted_settings(self.topology, self.impairments)
         if self.backend is None:
             self.backend, self.backend_probe = impair.choose("auto")
         self.links = LinkState(self.link_ends, self.backend, self.ledger)

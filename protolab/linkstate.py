@@ -10,12 +10,16 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from . import impair
 from .impair import Endpoint
-from .model.impairment import Impairment
+from .model.impairment import Impairment, LinkImpairment
 from .shell import run as run_command
+from .units import format_rate
+
+if TYPE_CHECKING:
+    from .topo import Topology
 
 Direction = tuple[str, str]
 Setting = tuple[Impairment, str]  # the impairment, and where it is applied ("sender" or "receiver")
@@ -25,6 +29,23 @@ DIRECTIONS = {"both": lambda a, b: [(a, b), (b, a)], "forward": lambda a, b: [(a
 def cut_end(ends: tuple[Endpoint, Endpoint]) -> Endpoint:
     """Which end to set down: the bridge port (root namespace) if there is one, else the second node's."""
     return next((e for e in ends if e.pid is None), ends[1])
+
+
+def wanted_settings(topology: Topology, impairments: list[LinkImpairment]) -> dict[Direction, Setting]:
+    """Every direction's setting as a lab applies it: each link's rate both ways (at the sender), with the spec's
+    impairments merged over it field by field."""
+    wanted: dict[Direction, Setting] = {}
+    for lk in topology.links:
+        if lk.rate_bps:
+            base = Impairment(rate=format_rate(lk.rate_bps))
+            wanted[(lk.node1, lk.node2)] = (base, "sender")
+            wanted[(lk.node2, lk.node1)] = (base, "sender")
+    for item in impairments:
+        given = {k: getattr(item, k) for k in item.model_fields_set if k not in ("link", "direction", "at")}
+        for d in item.directions():
+            base = wanted.get(d, (Impairment(), item.at))[0]
+            wanted[d] = (base.model_copy(update=given), item.at)
+    return wanted
 
 
 class LinkState:

@@ -192,10 +192,10 @@ class _View:
     receiving node's; a stitched link's far end is that host's stitch bridge)."""
 
     def __init__(self, lab: MultiLab, topology: Topology) -> None:
-        from . import graph
+        from .linkstate import wanted_settings
 
         self.lab, self.topology, self.impairments = lab, topology, list(topology.impairments)
-        self.configured = graph.directions(topology.impairments)
+        self.configured = wanted_settings(topology, self.impairments)  # the links' rates too, as each keeper has them
         self.current = dict(self.configured)
         self.links = self
         self.states: dict[str, dict[str, Any]] = {}

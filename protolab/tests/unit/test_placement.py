@@ -317,6 +317,7 @@ def test_a_stitched_directions_impairment_is_found_where_split_put_it(tmp_path, 
     assert (where.endswith("lab_b"), op, kw["method"], kw["link"], kw["at"]) == (True, "links", "replace", ["r2", x],
                                                                                   "sender")  # fmt: skip
     assert kw["impairment"]["loss"] == 0.01 and kw["impairment"]["delay"] == "0.001ms"
+    assert kw["impairment"]["rate"] == "1544kbit"  # the link's rate stays: the keeper's setting has it too
     assert view.current[("r2", "r1")][0].delay == 1e-6
 
 
