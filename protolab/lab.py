@@ -186,6 +186,19 @@ def parse_offloads(text: str) -> dict[str, str]:
     return out
 
 
+def counters_of(ends: list[tuple[str, Endpoint]]) -> dict[str, dict[str, int]]:
+    """Link ends' counters now (/proc/net/dev read in each end's namespace, once per namespace): 'node:interface'
+    -> rx_bytes, rx_packets, tx_bytes, tx_packets."""
+    tables: dict[int | None, dict[str, dict[str, int]]] = {}
+    out = {}
+    for node, end in ends:
+        if end.pid not in tables:
+            tables[end.pid] = parse_proc_net_dev(run(end.cmd("cat", "/proc/net/dev"), timeout=10))
+        if end.intf in tables[end.pid]:
+            out[f"{node}:{end.intf}"] = tables[end.pid][end.intf]
+    return out
+
+
 def read_offloads(end: Endpoint) -> dict[str, str]:
     """One interface's segmentation offloads read back with `ethtool -k` in its namespace ({'error': why} if not)."""
     try:
@@ -622,16 +635,8 @@ class Lab:
         return {f"{node}:{end.intf}": read_offloads(end) for node, end in self._ends()}
 
     def interface_counters(self) -> dict[str, dict[str, int]]:
-        """Every lab link end's counters now (/proc/net/dev read in its namespace, once per namespace):
-        'node:interface' -> rx_bytes, rx_packets, tx_bytes, tx_packets."""
-        tables: dict[int | None, dict[str, dict[str, int]]] = {}
-        out = {}
-        for node, end in self._ends():
-            if end.pid not in tables:
-                tables[end.pid] = parse_proc_net_dev(run(end.cmd("cat", "/proc/net/dev"), timeout=10))
-            if end.intf in tables[end.pid]:
-                out[f"{node}:{end.intf}"] = tables[end.pid][end.intf]
-        return out
+        """Every lab link end's counters now: 'node:interface' -> rx_bytes, rx_packets, tx_bytes, tx_packets."""
+        return counters_of(self._ends())
 
     def _ends(self) -> list[tuple[str, Endpoint]]:
         return [(n, e) for (a, b), ends in self.link_ends.items() for n, e in zip((a, b), ends, strict=True)]

@@ -88,13 +88,16 @@ class MultiLab:
         given (a workload's server runs for its phase), killed and ExecTimeoutError past it."""
         from .lab import exec_in
 
+        return exec_in(self.container(node), cmd, timeout, where=f"{node} on {self.host_of(node).host.name}")
+
+    def container(self, node: str) -> Any:
+        """A node's container, a handle on its host's engine (docker-py)."""
         part = self.host_of(node)
         if part.host.name not in self.clients:
             import docker
 
             self.clients[part.host.name] = docker.DockerClient(base_url=part.host.engine)
-        container = self.clients[part.host.name].containers.get(naming.container_name(node))
-        return exec_in(container, cmd, timeout, where=f"{node} on {part.host.name}")
+        return self.clients[part.host.name].containers.get(naming.container_name(node))
 
     def state(self) -> dict[str, Any]:
         """Placement, stitches and each host's keeper state (for the manifest and inspect)."""
@@ -231,6 +234,58 @@ class _View:
         with self.lab.host_of(node).env():
             return str(labctl.request("sh", node=node, script=script)["output"])
 
+    # -- what a run reads of its lab (Lab's members of the same names), from the keepers' states --------------
+    @property
+    def nodes(self) -> dict[str, Any]:
+        """Each node's runtime as Lab.nodes has it: name, role, image, pid, mgmt_ip, and its container (a handle on
+        its host's engine)."""
+        from .lab import NodeRuntime
+
+        out = {}
+        for st in self.states.values():
+            for n in st.get("nodes", []):
+                out[n["name"]] = NodeRuntime(n["name"], n.get("role", "host"), n.get("image", ""), pid=n["pid"],
+                                             mgmt_ip=n.get("mgmt_ip", ""),
+                                             container=_LazyContainer(self.lab, n["name"]))  # fmt: skip
+        return out
+
+    def _ends(self) -> list[tuple[str, Endpoint]]:
+        """Every link end of every part: (node or bridge, its Endpoint), a bridge's on its host's side."""
+        return [x for st in self.states.values() for x in _ends_of(st)]
+
+    def interface_counters(self) -> dict[str, dict[str, int]]:
+        from .lab import counters_of
+
+        return counters_of(self._ends())
+
+    def offloads(self) -> dict[str, dict[str, str]]:
+        from .lab import read_offloads
+
+        return {f"{node}:{end.intf}": read_offloads(end) for node, end in self._ends()}
+
+    @property
+    def shaped_interfaces(self) -> set[str]:
+        return {i for st in self.states.values() for i in st.get("shaped_interfaces", [])}
+
+    @property
+    def applied(self) -> list[dict[str, Any]]:
+        return [{"host": h, **a} for h, st in sorted(self.states.items()) for a in st.get("applied", [])]
+
+    @property
+    def nic_filters(self) -> dict[str, str]:
+        return {k: v for st in self.states.values() for k, v in (st.get("nic_filters") or {}).items()}
+
+    def unshaped(self) -> dict[int | None, set[str]]:
+        """Lab.unshaped over hosts: the data interfaces no shaper is on, by the namespace they are in (a node's pid,
+        or the keeper's for its host's bridges)."""
+        out: dict[int | None, set[str]] = {}
+        for st in self.states.values():
+            shaped = set(st.get("shaped_interfaces", []))
+            for _node, end in _ends_of(st):
+                if end.intf not in shaped:
+                    out.setdefault(end.pid, set()).add(end.intf)
+        return out
+
     def step(self, link: tuple[str, str], direction: str, change: Impairment | None) -> None:
         """LinkState.step over hosts: the fields given in `change` replace the current ones of the direction(s),
         each changed by the keeper that applies it."""
@@ -300,6 +355,27 @@ class _View:
         with self.lab.parts[host].env():  # what is in force; the keeper's configured impairments stay the spec's
             labctl.request("links", method="replace", link=link, at=at, impairment=imp.model_dump(mode="json"))
         self.current[(a, b)] = (imp, at)
+
+
+def _ends_of(state: dict[str, Any]) -> list[tuple[str, Endpoint]]:
+    """A keeper state's link ends: a node's in its namespace (its pid), a bridge's on the host's side (the keeper's)."""
+    pids = {n["name"]: n["pid"] for n in state.get("nodes", [])}
+    return [(e["node"], Endpoint(e["interface"], pids[e["node"]]) if e["node"] in pids
+             else Endpoint(e["interface"], state.get("pid"), host_side=True))
+            for row in state.get("links", []) for e in row["ends"]]  # fmt: skip
+
+
+class _LazyContainer:
+    """A node's container on its host's engine, looked up on first use (a run asks for few of them)."""
+
+    def __init__(self, lab: MultiLab, node: str) -> None:
+        self._lab, self._node = lab, node
+        self._c: Any = None
+
+    def __getattr__(self, name: str) -> Any:
+        if self._c is None:
+            self._c = self._lab.container(self._node)
+        return getattr(self._c, name)
 
 
 def check_stitches(lab: MultiLab, topology: Topology, log: Any = print) -> list[dict[str, Any]]:

@@ -426,3 +426,41 @@ def test_faults_over_hosts_go_to_the_keepers_that_hold_the_link(tmp_path, monkey
     assert view.restore() == ["lab_b: r2->r1 back to configured: boom"]
     assert [(h, kw["method"]) for h, _, kw in asked] == [("lab_a", "restore"), ("lab_b", "restore")]
     assert view.current == view.configured
+
+
+def test_what_a_run_reads_of_a_lab_over_hosts_comes_from_the_keepers_states(tmp_path, monkeypatch):
+    """nodes (pid, image, management address), every link end in its namespace (a bridge's on its host's side),
+    the unshaped interfaces by namespace for the guard, and the applied settings and NIC filters of every host."""
+    from protolab import labctl, multilab
+
+    t = topofile.load(topofile.find("triangle"))
+    inv = _inventory(tmp_path, TWO)
+    p = place(t, inv)
+    lab = multilab.MultiLab(p)
+    lab.parts = {h: multilab.Part(inv.get(h), part, tmp_path / h) for h, part in placement.split(t, p, inv).items()}
+    states = {}
+    for i, (h, part) in enumerate(sorted(lab.parts.items())):
+        rows = labctl._link_rows(part.topology)
+        nodes = [{"name": n.name, "role": n.role, "image": "protolab/node", "pid": 100 * (i + 1) + j,
+                  "mgmt_ip": f"172.30.{i}.{j}"} for j, n in enumerate(part.topology.hosts)]  # fmt: skip
+        first = next(e["interface"] for r in rows for e in r["ends"] if e["node"] == nodes[0]["name"])
+        states[h] = {
+            "pid": 10 + i,
+            "links": rows,
+            "nodes": nodes,
+            "shaped_interfaces": [first],
+            "applied": [{"from": "a", "to": "b"}],
+            "nic_filters": {f"{nodes[0]['name']}:{first}": "hash64"},
+        }
+    monkeypatch.setattr(labctl, "load_state", lambda: states[os.environ["PROTOLAB_STATE_DIR"].rsplit("/", 1)[1]])
+    view = multilab._View(lab, t)
+    assert sorted(view.nodes) == ["h1", "h2", "h3", "r1", "r2"]
+    assert view.nodes["h3"].pid >= 200 and view.nodes["h3"].mgmt_ip.startswith("172.30.1.")
+    ends = view._ends()
+    hub_ends = [e for n, e in ends if n == "lan"]
+    assert hub_ends and all(e.host_side and e.pid == 10 for e in hub_ends)
+    assert {n for n, _ in ends} >= {"h1", "h2", "h3", "r1", "r2", "lan", placement.stitch_bridge(4200)}
+    unshaped = view.unshaped()
+    assert not (set().union(*unshaped.values()) & view.shaped_interfaces) and len(view.shaped_interfaces) == 2
+    assert sum(len(v) for v in unshaped.values()) == len(ends) - 2
+    assert [a["host"] for a in view.applied] == ["lab_a", "lab_b"] and len(view.nic_filters) == 2
