@@ -65,6 +65,12 @@ def test_the_triangle_over_two_emulated_hosts(tmp_path: Path, no_leftovers):
         code, out, err = lab.exec("h1", ["ping", "-c", "3", "-i", "0.2", "-W", "2", h3])
         assert code == 0 and min(float(x) for x in re.findall(r"time=([\d.]+) ms", out)) > 260, out + err
         print(f"stepped to 10 ms each way: RTT {stepped} ms; restored")
+        # what a run reads: every link end's counters in its namespace on either host, the guard's unshaped ones
+        counters = view.interface_counters()
+        assert {k.split(":")[0] for k in counters} >= {"h1", "h2", "h3", "r1", "r2"}, sorted(counters)
+        h3_rx = [v["rx_packets"] for k, v in counters.items() if k.startswith("h3:")]
+        assert h3_rx and h3_rx[0] >= 10, counters  # the pings above
+        assert view.unshaped() and view.nodes["h3"].container.name == "plab-h3"
         for part in lab.parts.values():
             with part.env():
                 assert labctl.load_state()["cut"] == []
