@@ -29,7 +29,7 @@ its last write's return, per run), `_sender_throughput_{mean,sd,min,max}_bytes_p
 from __future__ import annotations
 
 from dataclasses import replace
-from typing import TYPE_CHECKING, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from pydantic import Field, field_validator, model_validator
 
@@ -52,6 +52,13 @@ STATS = ("mean", "sd", "min", "max")
 
 
 @workload("spims", runner="protolab.workloads.spims_runner:SpimsRunner")
+def aggregate_composer(jobs: list[Any]) -> bool:
+    """Whether a statement's measured bulk_gets are reported as one aggregate too: more than one of them, or a
+    `parallel:` or `total:` composite of any number (its N = 1 is a point of the same curve)."""
+    bulk = [j for j in jobs if j.type == "bulk_get"]
+    return len(bulk) > 1 or any(j.composer in ("parallel", "total") for j in bulk)
+
+
 class SpimsTask(TaskModel):
     kind: Literal["spims"]
     spec: str = Field(..., description="a SPIMS specification (Appendix B), e.g. '100 rr 32*1000,'")
@@ -154,7 +161,7 @@ class SpimsTask(TaskModel):
                 if kind == "bulk_get":
                     cols += [f"{p}_sender_{q}_{s}_{unit}" for s in STATS] + [f"{p}_sender_{q}_nsd_ratio"]
             cols += [f"{p}_runs_total", f"{p}_timeouts_total", f"{p}_late_total"]
-            if len([j for j in measured if j.type == "bulk_get"]) > 1:
+            if aggregate_composer(measured):
                 cols.append(f"{p}_aggregate_throughput_mean_bytes_per_second")
             if any(j.group == g and j.role == "background" for j in jobs):
                 cols.append(f"{p}_background_throughput_bytes_per_second")

@@ -18,7 +18,7 @@ from typing import Any
 from ..spims import Dist, Job
 from ..stats import describe
 from .base import WorkloadError, WorkloadRunner
-from .spims import QUANTITY, SpimsTask
+from .spims import QUANTITY, SpimsTask, aggregate_composer
 from .spims_agent import Responder, TransportUnavailableError, initiate, interrupt, target
 
 
@@ -213,7 +213,7 @@ class SpimsRunner(WorkloadRunner[SpimsTask]):
                 q, unit = QUANTITY["bulk_get"]
                 out |= {f"{p}_sender_{q}_{s}_{unit}": sent[s] for s in ("mean", "sd", "min", "max")}
                 out[f"{p}_sender_{q}_nsd_ratio"] = sent["nsd"]
-            if len(bulk) > 1:
+            if bulk and aggregate_composer([j for j in measured if j.type == "bulk_get"]):
                 out[f"{p}_aggregate_throughput_mean_bytes_per_second"] = aggregate_rate(bulk)
             load = [self.results[j.id] for j in self.jobs if j.group == g and j.role == "background"
                     and j.id in self.results]  # fmt: skip

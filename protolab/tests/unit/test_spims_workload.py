@@ -54,6 +54,9 @@ def test_columns_name_each_statement_when_there_are_several():
     cols = two.columns()
     assert "x_s1_aggregate_throughput_mean_bytes_per_second" in cols and "x_s2_connect_nsd_ratio" in cols
     assert not any(c.startswith("x_response") for c in cols)
+    # Diagram 2's N = 1 is a point of the aggregate's curve too; a lone bulk_get has no aggregate
+    assert "x_aggregate_throughput_mean_bytes_per_second" in _task("10 parallel: 1 bulk_get 1024*1000,").columns()
+    assert "x_aggregate_throughput_mean_bytes_per_second" not in _task("10 bulk_get 1024*1000,").columns()
 
 
 @pytest.mark.parametrize(
