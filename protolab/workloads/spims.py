@@ -51,7 +51,6 @@ QUANTITY = {  # application type -> (column quantity, unit)
 STATS = ("mean", "sd", "min", "max")
 
 
-@workload("spims", runner="protolab.workloads.spims_runner:SpimsRunner")
 def aggregate_composer(jobs: list[Any]) -> bool:
     """Whether a statement's measured bulk_gets are reported as one aggregate too: more than one of them, or a
     `parallel:` or `total:` composite of any number (its N = 1 is a point of the same curve)."""
@@ -59,6 +58,7 @@ def aggregate_composer(jobs: list[Any]) -> bool:
     return len(bulk) > 1 or any(j.composer in ("parallel", "total") for j in bulk)
 
 
+@workload("spims", runner="protolab.workloads.spims_runner:SpimsRunner")
 class SpimsTask(TaskModel):
     kind: Literal["spims"]
     spec: str = Field(..., description="a SPIMS specification (Appendix B), e.g. '100 rr 32*1000,'")
