@@ -27,13 +27,14 @@ def selector(m: Measurement) -> tuple[str, float]:
     return f'{metric}{{node="{m.node}",interface="{m.interface}"}}', factor
 
 
-MIN_COVER = 0.5  # the samples inside a window must span at least this share of it for a rate
+MIN_COVER = 0.25  # the samples inside a window must span at least this share of it for a rate
 
 
 def column(m: Measurement, windows: list[Window], prom: Any, keep: Keep) -> float | None:
     """The mean over the measured phases of the counter's rate inside each window; every sample kept raw. A
-    window whose samples inside span less than half of it (a phase of a second or two against a scrape a second)
-    gives no rate: the counters' steps would be those of the scrape, not of the work."""
+    window whose samples inside span less than a quarter of it (a phase of a second or two against a scrape a second)
+    gives no rate: the counters' steps would be those of the scrape, not of the work. (A quarter: link-fidelity's
+    2.5 s windows of a steady flow hold one or two scrape intervals, and one is a fair sample of it.)"""
     expr, factor = selector(m)
     values = []
     for phase_name, ws, we in windows:
