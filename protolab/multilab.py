@@ -340,11 +340,7 @@ class _View:
         for row in state.get("links", []):
             names = [e["node"] for e in row["ends"]]
             if set(names) == {node, peer}:
-                intf = row["ends"][names.index(node)]["interface"]
-                pid = next((n["pid"] for n in state["nodes"] if n["name"] == node), None)
-                if pid is None:  # a bridge's end: the host's namespace, where its keeper lives
-                    return Endpoint(intf, state.get("pid"), host_side=True)
-                return Endpoint(intf, pid)
+                return _endpoint(state, node, row["ends"][names.index(node)]["interface"])
         raise LabError(f"no link {node}-{peer} in the part on {host}")
 
     def ends(self, a: str, b: str) -> tuple[Endpoint, Endpoint]:
@@ -357,12 +353,17 @@ class _View:
         self.current[(a, b)] = (imp, at)
 
 
+def _endpoint(state: dict[str, Any], node: str, intf: str) -> Endpoint:
+    """An interface of a keeper's part: a node's in its namespace (its pid), a bridge's on the host's side (the
+    keeper's pid)."""
+    pid = next((n["pid"] for n in state.get("nodes", []) if n["name"] == node), None)
+    return Endpoint(intf, pid) if pid is not None else Endpoint(intf, state.get("pid"), host_side=True)
+
+
 def _ends_of(state: dict[str, Any]) -> list[tuple[str, Endpoint]]:
-    """A keeper state's link ends: a node's in its namespace (its pid), a bridge's on the host's side (the keeper's)."""
-    pids = {n["name"]: n["pid"] for n in state.get("nodes", [])}
-    return [(e["node"], Endpoint(e["interface"], pids[e["node"]]) if e["node"] in pids
-             else Endpoint(e["interface"], state.get("pid"), host_side=True))
-            for row in state.get("links", []) for e in row["ends"]]  # fmt: skip
+    """A keeper state's link ends, each as _endpoint has it."""
+    return [(e["node"], _endpoint(state, e["node"], e["interface"])) for row in state.get("links", [])
+            for e in row["ends"]]  # fmt: skip
 
 
 class _LazyContainer:
