@@ -28,9 +28,11 @@ class TransportUnavailableError(WorkloadError):
 class Responder:
     """One `protolab-spims serve` on a host, run in a thread until stop()."""
 
-    def __init__(self, lab: LabAPI, host: str, transport: str, port: int, prefix: list[str] | None = None) -> None:
+    def __init__(self, lab: LabAPI, host: str, transport: str, port: int, prefix: list[str] | None = None,
+                 options: dict[str, str] | None = None) -> None:  # fmt: skip
         self.lab, self.host, self.transport, self.port = lab, host, transport, port
-        self.cmd = [*(prefix or []), BIN, "serve", "--transport", transport, "--listen", f":{port}"]
+        knobs = [a for k, v in (options or {}).items() for a in ("--option", f"{k}={v}")]
+        self.cmd = [*(prefix or []), BIN, "serve", "--transport", transport, *knobs, "--listen", f":{port}"]
         self.error: str | None = None
         self._thread: threading.Thread | None = None
 

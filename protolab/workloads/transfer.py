@@ -6,8 +6,12 @@
   (`ack`), ISO or NBS expedited data (`expedited`) at `expedited_rate` expedited TSDUs per normal one;
 - `tcp` and `quic`: a SPIMS bulk_get of `tsdus` units of `tsdu_size` bytes (protolab-spims; the receiver is the
   initiator, the sender the responder). SACK, D-SACK, timestamps and the congestion control are the hosts'
-  sysctls (the task's `sysctls`, e.g. {net.ipv4.tcp_sack: '0'}). With `expedited_rate` > 0 the responder sends a
-  16-octet expedited message after every 1/rate-th unit (the rate rounded as tp4 does) over `expedited_via`:
+  sysctls (the task's `sysctls`, e.g. {net.ipv4.tcp_sack: '0'}); `congestion` sets the sender's congestion control
+  on its socket instead (TCP_CONGESTION), which reaches algorithms the machine has but does not allow as a
+  namespace's default (tcp_available_congestion_control but not tcp_allowed_congestion_control: EPERM for the
+  sysctl in a namespace; a socket of a process with CAP_NET_ADMIN may still choose them). With `expedited_rate`
+  > 0 the responder sends a 16-octet expedited message after every 1/rate-th unit (the rate rounded as tp4 does)
+  over `expedited_via`:
   `urgent` (tcp: in the bulk's own stream, its last byte TCP urgent data, MSG_OOB; the initiator keeps urgent
   bytes inline, SO_OOBINLINE. TCP urgent data is one out-of-band byte and a pointer: the message still waits
   behind every unit queued before it, only the urgent pointer goes ahead, and a Go receiver cannot see that),
@@ -124,6 +128,12 @@ class TransferTask(TaskModel):
     window: Bytes | None = Field(None, description="tp4: window in octets (default: the table's)")
     retransmit: Seconds | None = Field(None, description="tp4: retransmission timer (default: the table's)")
     window_timer: Seconds | None = Field(None, description="tp4: window timer (default: the table's)")
+    congestion: str | None = Field(
+        None,
+        pattern=r"^[a-z][a-z0-9_]{0,15}$",
+        description="tcp: the sender's congestion control, set on its socket (TCP_CONGESTION), e.g. cubic; "
+        "default: the host's net.ipv4.tcp_congestion_control",
+    )
     port: int = Field(7400, ge=1024, le=65000, description="UDP (tp4, quic) or TCP port on the listening host")
 
     @model_validator(mode="after")
@@ -133,6 +143,9 @@ class TransferTask(TaskModel):
         if self.stack == "tp4" and self.expedited_via is not None:
             raise ValueError(f"expedited_via {self.expedited_via}: tcp's and quic's; tp4's expedited data is chosen "
                              "by `expedited` (iso or nbs)")  # fmt: skip
+        if self.congestion is not None and self.stack != "tcp":
+            raise ValueError(f"congestion {self.congestion}: tcp's (TCP_CONGESTION on the sender's socket), "
+                             f"not {self.stack}'s")  # fmt: skip
         if self.stack != "tp4":
             via = self.expedited_via
             if via is not None and EXPEDITED_VIA[via] != self.stack:

@@ -178,6 +178,15 @@ def tcp_sender_figures(samples: list[tuple[float, str]], sack: bool) -> dict[str
     }
 
 
+_CC = re.compile(r"(?:^|\s)([a-z][a-z0-9_]*)\s+(?:wscale:|rto:)")
+
+
+def congestion_of(ss_info: str | None) -> str | None:
+    """The congestion control `ss -i` names for a socket (the word before its wscale/rto); None: no sample."""
+    m = _CC.search(ss_info or "")
+    return m.group(1) if m else None
+
+
 def csum_errors(snmp: str) -> int:
     """InCsumErrors of the Udp and Tcp lines of /proc/net/snmp (a header line, then a values line each)."""
     total, header = 0, {}
@@ -354,7 +363,8 @@ class TransferRunner(WorkloadRunner[TransferTask]):
         if t.stack == "tcp":  # the phase has set the task's sysctls by now
             on = [self.lab.exec(h, ["cat", "/proc/sys/net/ipv4/tcp_sack"])[1].strip() for h in t.nodes()]
             self.sack = all(v not in ("", "0") for v in on)
-        self._responder = Responder(self.lab, t.sender, t.stack, t.port)
+        options = {"congestion": t.congestion} if t.congestion else None
+        self._responder = Responder(self.lab, t.sender, t.stack, t.port, options=options)
         try:
             self._responder.start()
         except TransportUnavailableError as exc:
@@ -391,6 +401,10 @@ class TransferRunner(WorkloadRunner[TransferTask]):
                 self.figures |= tcp_receiver_figures(rx) | tcp_sender_figures(tx, self.sack)
                 # what was in force (sack, timestamps, the congestion control) as ss saw the sockets last
                 self.ss_last = {"receiver": rx[-1][1] if rx else None, "sender": tx[-1][1] if tx else None}
+                in_force = congestion_of(self.ss_last["sender"])
+                if t.congestion and in_force not in (None, t.congestion):
+                    raise WorkloadError(f"transfer {t.name}: asked the sender for congestion control "
+                                        f"{t.congestion}, its socket ran {in_force}")  # fmt: skip
         finally:
             assert self._responder is not None
             self._responder.stop()
@@ -424,7 +438,9 @@ class TransferRunner(WorkloadRunner[TransferTask]):
         if self.task.stack == "tp4":
             return out | {"sender": self.sender_report, "receiver": self.receiver_report}
         trimmed = {k: v for k, v in self.bulk.items() if k not in ("histogram", "samples_seconds")}
-        return out | {"bulk_get": trimmed, "ss_figures": self.figures, "ss_last": self.ss_last, "sack": self.sack}
+        cc = {k: congestion_of(v) for k, v in self.ss_last.items()}
+        return out | {"bulk_get": trimmed, "ss_figures": self.figures, "ss_last": self.ss_last, "sack": self.sack,
+                      "congestion_in_force": cc}  # fmt: skip
 
     def result(self) -> dict[str, float | None]:
         t = self.task

@@ -16,6 +16,7 @@ from protolab.workloads.transfer_runner import (
     TransferRunner,
     bulk_columns,
     bulk_job,
+    congestion_of,
     csum_errors,
     parse_samples,
     quic_receiver_figures,
@@ -65,6 +66,9 @@ def test_registered_with_its_runner():
         ({"tpdu_size": 1000}, "a power of two"),
         ({"expedited_rate": 1.5}, "less than or equal to 1"),
         ({"table": 4}, "table"),
+        ({"stack": "quic", "congestion": "cubic"}, "congestion cubic: tcp's"),
+        ({"congestion": "bbr"}, "not tp4's"),
+        ({"stack": "tcp", "congestion": "cubic; reboot"}, "congestion"),
     ],
 )
 def test_bad_input_is_refused_with_the_reason(fields, message):
@@ -123,6 +127,23 @@ def test_ss_samples_of_real_sockets():
     assert s == {"retransmissions_total": 2, "spurious_retransmissions_total": 2, "tpdu_bytes": 65483,
                  "send_buffer_max_bytes": 1746496}  # fmt: skip
     assert tcp_sender_figures(tx, sack=False)["spurious_retransmissions_total"] is None
+
+
+def test_the_congestion_control_in_force_is_read_from_ss():
+    tx = parse_samples((FIX / "ss-sender.txt").read_text())
+    assert congestion_of(tx[-1][1]) == "bbr"
+    assert congestion_of("\t skmem:(r0,rb131072) ts sack cubic wscale:7,7 rto:204 rtt:0.1/0.05") == "cubic"
+    assert congestion_of("\t skmem:(r0) reno rto:204") == "reno"
+    assert congestion_of(None) is None and congestion_of("") is None
+
+
+def test_the_senders_congestion_control_is_a_knob_of_its_responder():
+    from protolab.workloads.spims_agent import Responder
+
+    r = Responder(object(), "h1", "tcp", 7400, options={"congestion": "cubic"})  # type: ignore[arg-type]
+    assert r.cmd == ["protolab-spims", "serve", "--transport", "tcp", "--option", "congestion=cubic",
+                     "--listen", ":7400"]  # fmt: skip
+    assert task(stack="tcp", congestion="cubic").congestion == "cubic"
 
 
 def test_time_weighted_average_holds_each_sample_until_the_next():
