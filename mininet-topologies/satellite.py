@@ -15,11 +15,9 @@ TPDUs (170 B frames) that 270 ms at 64 kbit/s holds.
 
 from pydantic import Field
 
-from protolab.model.impairment import LinkImpairment
+from protolab.model.impairment import MAX_BER, LinkImpairment
 from protolab.topo import Host, Link, Switch, Topology, TopologyParams, lan_ip, register
 from protolab.units import BitsPerSecond, Seconds
-
-MAX_BER = 1e-2  # above it almost no 1 KiB packet arrives (1-(1-1e-2)^8192 ~ 1): refused, not emulated
 
 
 class SatelliteParams(TopologyParams):

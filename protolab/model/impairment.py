@@ -21,6 +21,8 @@ MTU_FRAME_BYTES = 1514
 DEFAULT_RATE_FOR_LIMIT = 1e9  # when a link has no rate, size queues as if it ran at 1 Gbit/s
 MIN_LIMIT_PACKETS = 1000
 
+MAX_BER = 1e-2  # above it almost no 1 KiB packet arrives (1-(1-1e-2)^8192 ~ 1): refused, not emulated
+
 
 def parse_percent(value: str | float | int) -> float:
     """'1%' -> 0.01 (a ratio). A bare number is refused: say '%'."""
@@ -85,7 +87,9 @@ class Impairment(Strict):
     duplicate: Percent | None = None
     reorder: Percent | None = Field(None, description="share of packets sent without the delay (needs delay)")
     corrupt: Percent | None = Field(None, description="share of packets with one bit flipped")
-    ber: float | None = Field(None, gt=0, lt=1, description="bit error rate, e.g. 1e-6: per-packet by size")
+    ber: float | None = Field(
+        None, gt=0, le=MAX_BER, description=f"bit error rate, e.g. 1e-6: per-packet by size; at most {MAX_BER:g}"
+    )
     limit: int | None = Field(None, ge=1, description="queue limit in packets (default: sized from rate x delay)")
     queue: Literal["fifo", "dscp"] = Field(
         "fifo",

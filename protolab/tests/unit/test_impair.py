@@ -56,7 +56,7 @@ def test_ber_becomes_a_per_packet_probability_by_size():
     ("fields", "message"),
     [({"loss": "1%", "loss_model": {"p": "1%", "r": "1%"}}, "not both"), ({"jitter": "1ms"}, "jitter needs a delay"),
      ({"reorder": "5%"}, "reorder needs a delay"), ({"corrupt": "1%", "ber": 1e-5}, "not both"),
-     ({"delay": 10}, "has no unit")],
+     ({"delay": 10}, "has no unit"), ({"ber": 0.05}, "less than or equal to 0.01"), ({"ber": 0}, "greater than 0")],
 )  # fmt: skip
 def test_inconsistent_impairments_are_refused(fields, message):
     with pytest.raises(ValidationError, match=message):
