@@ -86,7 +86,8 @@ integration: images ## tests on a real lab (root, Docker, Mininet)
 
 # promtool: the host's, else the monitor image's (paths are the same inside: the repo is mounted at itself)
 PROMTOOL ?= $(shell command -v promtool || echo docker run --rm --entrypoint promtool -v $(CURDIR):$(CURDIR):ro protolab/monitor:latest)
-rules-test: images ## promtool check + unit tests of the Prometheus recording rules
+rules-test: images ## promtool check of the configuration and the rules + unit tests of the recording rules
+	$(PROMTOOL) check config --syntax-only $(CURDIR)/images/monitor/prometheus.yml
 	$(PROMTOOL) check rules $(CURDIR)/images/monitor/rules/*.rules.yml
 	$(PROMTOOL) test rules $(CURDIR)/images/monitor/rules/tests/*.test.yml
 

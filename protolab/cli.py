@@ -41,7 +41,7 @@ import logging
 import sys
 from pathlib import Path
 
-from .cli_lab import add_parsers
+from .cli_lab import add_hosts_arguments, add_parsers, emulated_hosts
 from .cli_lab import need_root as _need_root
 
 
@@ -55,6 +55,7 @@ def cmd_run(a: argparse.Namespace) -> int:
         profile = profile or load_manifest(Path(a.resume)).get("profile")
     plan = spec.load(spec.find(a.name), profile)
     print(plan.describe(), flush=True)
+    emulate = emulated_hosts(a, "run")
     if a.dry_run:
         return 0
     _need_root("run")
@@ -65,7 +66,8 @@ def cmd_run(a: argparse.Namespace) -> int:
 
     live = sys.stderr.isatty() if a.live is None else a.live
     return ExperimentRun(plan, results_root=Path(a.results), keep=a.keep, task_timeout_margin=a.task_timeout_margin,
-                         resume=Path(a.resume) if a.resume else None, live=live).run()  # fmt: skip
+                         resume=Path(a.resume) if a.resume else None, live=live, emulate_hosts=emulate or None,
+                         inventory=Path(a.inventory) if a.inventory else None, host_cpus=a.host_cpus).run()  # fmt: skip
 
 
 def cmd_spims(a: argparse.Namespace) -> int:
@@ -301,6 +303,7 @@ def main(argv: list[str] | None = None) -> int:
                         "cores, packets/s in and out, delay p99, the active faults, and the run's progress "
                         "(for where Grafana cannot run); default: on when stderr is a terminal, off otherwise "
                         "(e.g. in CI)")  # fmt: skip
+    add_hosts_arguments(r, "run")
     r.set_defaults(fn=cmd_run)
     sp = sub.add_parser("spims", help="run a SPIMS specification (seed 004, Appendix B) between two lab hosts")
     sp.add_argument("spec", help="e.g. '100 from h1 to h2 bulk_get 1024*1000,'")

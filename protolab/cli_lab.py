@@ -53,12 +53,10 @@ def cmd_deploy(a: argparse.Namespace) -> int:
 
     need_root("deploy")
     filt = [p for item in a.node_filter for p in item.split(",") if p]
-    if a.inventory or a.emulate_hosts:
+    emulate = emulated_hosts(a, "deploy")
+    if a.inventory or emulate:
         from . import multilab
 
-        if a.inventory and a.emulate_hosts:
-            raise SystemExit("protolab deploy: --inventory or --emulate-hosts, not both")
-        emulate = [h for item in a.emulate_hosts for h in item.split(",") if h]
         st = multilab.start_supervised({"source": a.source, "params": labctl.parse_params(a.param),
                                         "node_filter": filt, "inventory": a.inventory, "emulate": emulate,
                                         "cpus": a.host_cpus})  # fmt: skip
@@ -195,6 +193,25 @@ def cmd_place(a: argparse.Namespace) -> int:
     return 0
 
 
+def add_hosts_arguments(p: argparse.ArgumentParser, what: str) -> None:
+    """--inventory, --emulate-hosts and --host-cpus: a lab over several testbed hosts (deploy and run)."""
+    p.add_argument("--inventory", metavar="FILE", help="over the testbed hosts of this Ansible inventory (placement "
+                   "as `protolab place` shows it; so far emulated hosts only)")  # fmt: skip
+    p.add_argument("--emulate-hosts", action="append", default=[], metavar="A,B",
+                   help="over testbed hosts emulated on this machine (a network namespace, a Docker engine and a "
+                   f"Prometheus each, torn down with the {what})")  # fmt: skip
+    p.add_argument("--host-cpus", type=float, default=1.0, metavar="N",
+                   help="with --emulate-hosts: the cores each host gives to nodes (placement's balance)")  # fmt: skip
+
+
+def emulated_hosts(a: argparse.Namespace, command: str) -> list[str]:
+    """The names of --emulate-hosts (comma-separated, repeatable); refused beside --inventory."""
+    emulate = [h for item in a.emulate_hosts for h in item.split(",") if h]
+    if a.inventory and emulate:
+        raise SystemExit(f"protolab {command}: --inventory or --emulate-hosts, not both")
+    return emulate
+
+
 def add_parsers(sub: Any) -> None:
     p = _parser(sub, "deploy", "deploy a lab and leave it up: a topology file or name, or an experiment's")
     p.add_argument("source", metavar="FILE|NAME", help="a topology file, a topology in mininet-topologies/ or an "
@@ -203,13 +220,7 @@ def add_parsers(sub: Any) -> None:
                    help="only these containers (names or globs, comma-separated; repeatable)")  # fmt: skip
     p.add_argument("--param", action="append", default=[], metavar="KEY=VALUE", help="a generator's parameter")
     p.add_argument("--backend", choices=["auto", "netem", "fallback"], default="auto", help="impairment backend")
-    p.add_argument("--inventory", metavar="FILE", help="over the testbed hosts of this Ansible inventory (placement "
-                   "as `protolab place` shows it; so far emulated hosts only)")  # fmt: skip
-    p.add_argument("--emulate-hosts", action="append", default=[], metavar="A,B",
-                   help="over testbed hosts emulated on this machine (a network namespace and a Docker engine each, "
-                   "torn down with the lab)")  # fmt: skip
-    p.add_argument("--host-cpus", type=float, default=1.0, metavar="N",
-                   help="with --emulate-hosts: the cores each host gives to nodes (placement's balance)")  # fmt: skip
+    add_hosts_arguments(p, "lab")
     p.set_defaults(fn=cmd_deploy)
     _parser(sub, "destroy", "tear the deployed lab down").set_defaults(fn=cmd_destroy)
     p = _parser(sub, "inspect", "the deployed lab: nodes, addresses, links, impairments, last self-check")

@@ -74,14 +74,30 @@ def infrastructure_cpu() -> dict[str, float]:
     return out
 
 
-def snapshot(unshaped: dict[int | None, set[str]] | None = None, lab_pids: list[int] | None = None) -> Snapshot:
+def process_cpu(pids: list[int]) -> dict[str, float]:
+    """CPU seconds of each process with its reaped children, keyed by pid and start time."""
+    out = {}
+    for pid in pids:
+        try:
+            p = psutil.Process(pid)
+            t = p.cpu_times()
+            out[f"proc:{pid}@{p.create_time()}"] = t.user + t.system + t.children_user + t.children_system
+        except psutil.Error:
+            continue
+    return out
+
+
+def snapshot(unshaped: dict[int | None, set[str]] | None = None, lab_pids: list[int] | None = None,
+             procs: list[int] | None = None) -> Snapshot:  # fmt: skip
     """unshaped: netns pid (None = root namespace) -> lab interfaces that have no configured shaper;
-    lab_pids: one process of each lab container (its CPU is the lab's, not foreign load)."""
+    lab_pids: one process of each lab container (its CPU is the lab's, not foreign load);
+    procs: processes outside any lab container that serve the lab (a lab over several hosts: its keepers)."""
     d, s = softnet()
     drops: dict[str, int] = {}
     for pid, devs in (unshaped or {}).items():
         drops.update(qdisc_drops(devs, pid))
     parts = {f"cgroup:{p}": cgroup_cpu_seconds(p) or 0.0 for p in lab_pids or []} | infrastructure_cpu()
+    parts |= process_cpu(procs or [])
     return Snapshot(psutil.cpu_times()._asdict(), d, s, drops, sum(parts.values()), time.monotonic(), parts)
 
 

@@ -669,6 +669,20 @@ class Lab:
         `timeout` seconds: past that the command is killed and ExecTimeoutError raised."""
         return exec_in(self.nodes[node].container, cmd, timeout, where=node)
 
+    # one machine: its run's Prometheus scrapes the nodes itself, no process outside a container serves them, and
+    # every one-way delay is on one clock (hostrun.HostsLab answers these over several hosts)
+    def clear_targets(self) -> None:
+        """Nothing: the run's own targets file is the lab's (monitor.write_targets)."""
+
+    def service_pids(self) -> list[int]:
+        return []
+
+    def cgroup_pids(self) -> list[int]:
+        return []
+
+    def clock_note(self, _sender: str, _receiver: str) -> dict[str, Any] | None:
+        return None
+
     def targets(self, extra_ports: dict[str, list[int]] | None = None) -> list[dict[str, Any]]:
         """Prometheus file_sd targets for this lab's agents, plus `extra_ports` per node (workload processes
         with their own /metrics, e.g. a DIS host while its task runs; node "*": every node), with the node's

@@ -78,7 +78,6 @@ class MultiLab:
     parts: dict[str, Part] = field(default_factory=dict)
     underlay: list[dict[str, Any]] = field(default_factory=list)  # measure_underlay(): per stitch
     clocks: dict[str, dict[str, Any]] = field(default_factory=dict)  # measure_clocks(): per host
-    clients: dict[str, Any] = field(default_factory=dict)  # a docker client per host engine, made on first use
 
     def host_of(self, node: str) -> Part:
         return self.parts[self.placement.node_host[node]]
@@ -92,12 +91,7 @@ class MultiLab:
 
     def container(self, node: str) -> Any:
         """A node's container, a handle on its host's engine (docker-py)."""
-        part = self.host_of(node)
-        if part.host.name not in self.clients:
-            import docker
-
-            self.clients[part.host.name] = docker.DockerClient(base_url=part.host.engine)
-        return self.clients[part.host.name].containers.get(naming.container_name(node))
+        return docker_client(self.host_of(node).host.engine).containers.get(naming.container_name(node))
 
     def state(self) -> dict[str, Any]:
         """Placement, stitches and each host's keeper state (for the manifest and inspect)."""
@@ -126,6 +120,18 @@ class MultiLab:
         with contextlib.suppress(OSError):
             STATE_ROOT.rmdir()
         return failures
+
+
+_CLIENTS: dict[str, Any] = {}
+
+
+def docker_client(engine: str) -> Any:
+    """A docker-py client of a host's engine, made on first use and kept."""
+    if engine not in _CLIENTS:
+        import docker
+
+        _CLIENTS[engine] = docker.DockerClient(base_url=engine)
+    return _CLIENTS[engine]
 
 
 def host_cmd(host: placement.TestbedHost, cmd: list[str]) -> list[str]:
@@ -412,8 +418,9 @@ def _keeper_cmd(part: Part, req: labctl.Request) -> list[str]:
                      "-m", "protolab.labctl", json.dumps(req.__dict__)], ns)  # fmt: skip
 
 
-def deploy(topology: Topology, inventory: placement.Inventory, out: Any = sys.stderr) -> MultiLab:
-    """Place, split, and deploy every part at once (one keeper per host); ready when all are."""
+def deploy(topology: Topology, inventory: placement.Inventory, out: Any = sys.stderr, ledger: Any = None) -> MultiLab:
+    """Place, split, and deploy every part at once (one keeper per host); ready when all are. With a `ledger`,
+    each keeper's process is recorded in it (a run's: its sweep stops a keeper that a dead run left)."""
     p = placement.place(topology, inventory)
     parts = placement.split(topology, p, inventory)
     lab = MultiLab(p)
@@ -423,6 +430,8 @@ def deploy(topology: Topology, inventory: placement.Inventory, out: Any = sys.st
         req = labctl.Request(source=f"{topology.kind}@{name}", part=t.to_json())
         env = os.environ | {"PROTOLAB_STATE_DIR": str(part.state_dir), "DOCKER_HOST": part.host.engine}
         part.proc = labctl.spawn_logged(_keeper_cmd(part, req), part.state_dir / "lab.log", env)
+        if ledger is not None:
+            ledger.process(part.proc.pid)
         lab.parts[name] = part
         print(f"deploying {len(t.hosts)} node(s) of {topology.kind} on {name}", file=out, flush=True)
     try:
@@ -570,14 +579,20 @@ def supervise(request: dict[str, Any]) -> int:
 
 
 def whole_topology(p: labctl.Prepared) -> Topology:
+    """whole(), of what `protolab deploy` prepared."""
+    return whole(p.topology, p.images, p.cpus, p.commands, p.impairments)
+
+
+def whole(topology: Topology, images: dict[str, str], cpus: dict[str, float | None],
+          commands: dict[str, list[str] | None], impairments: list[Any]) -> Topology:  # fmt: skip
     """The topology a lab over several hosts splits: each node's image and CPU budget as the spec sets them, and
     every impairment (the experiment's too), so that each part carries its share to its keeper. A node command
     has nowhere to travel in a part yet: refused."""
-    given = sorted(n for n, c in p.commands.items() if c)
+    given = sorted(n for n, c in commands.items() if c)
     if given:
         raise LabError(f"node command(s) of {', '.join(given)}: a lab over several hosts does not carry them yet")
-    hosts = [dataclasses.replace(h, image=p.images[h.name], cpus=p.cpus[h.name]) for h in p.topology.hosts]
-    return dataclasses.replace(p.topology, hosts=hosts, impairments=list(p.impairments))
+    hosts = [dataclasses.replace(h, image=images[h.name], cpus=cpus[h.name]) for h in topology.hosts]
+    return dataclasses.replace(topology, hosts=hosts, impairments=list(impairments))
 
 
 def start_supervised(request: dict[str, Any], out: Any = sys.stderr) -> dict[str, Any]:

@@ -202,12 +202,19 @@ class Context:
 
 
 def _container(entry: dict[str, Any], ctx: Context, remove: bool) -> bool:
+    """A container on this machine's engine, or (`engine`) on a testbed host's: gone with its engine too."""
+    import docker
     import docker.errors
 
     try:
-        c = ctx.client.containers.get(entry["name"])
+        client = ctx.client if entry.get("engine") is None else docker.DockerClient(base_url=entry["engine"])
+        c = client.containers.get(entry["name"])
     except docker.errors.NotFound:
         return False
+    except docker.errors.DockerException:
+        if entry.get("engine") is None:
+            raise
+        return False  # its engine is gone, and its containers with it
     if c.labels.get(naming.RUN_LABEL) != entry["run"]:
         return False  # same name, not ours
     if remove:

@@ -58,6 +58,9 @@ class TestbedHost(Strict):
     vxlan_port: int = Field(4789, ge=1, le=65535, description="protolab_vxlan_port: UDP port of the tunnels")
     underlay_mtu: int = Field(1500, ge=1280, le=65535, description="protolab_underlay_mtu")
     netns: str | None = Field(None, description="protolab_netns: an emulated host's network namespace (emuhost)")
+    prometheus_port: int = Field(
+        9190, ge=1, le=65535, description="protolab_prometheus_port: where its Prometheus listens (protolab.hostmon)"
+    )
 
 
 @dataclass
@@ -90,8 +93,8 @@ def load_inventory(path: Path | str = DEFAULT_INVENTORY) -> Inventory:
     for name, hv in group["hosts"].items():
         v = {**common, **(hv or {})}
         try:
-            extra = {k: v[f"protolab_{k}"] for k in ("engine", "cpus", "vxlan_port", "underlay_mtu", "netns")
-                     if f"protolab_{k}" in v}  # fmt: skip
+            keys = ("engine", "cpus", "vxlan_port", "underlay_mtu", "netns", "prometheus_port")
+            extra = {k: v[f"protolab_{k}"] for k in keys if f"protolab_{k}" in v}
             underlay = v.get("protolab_underlay", v.get("ansible_host"))
             hosts.append(TestbedHost(name=str(name), address=v.get("ansible_host"), underlay=underlay, **extra))
         except ValidationError as exc:

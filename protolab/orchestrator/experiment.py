@@ -21,13 +21,26 @@ import time
 from pathlib import Path
 from typing import Any
 
-from .. import calibration, dockerhost, environment, guard, impair, monitor, naming, ownership, selfcheck
+from .. import (
+    calibration,
+    dockerhost,
+    environment,
+    guard,
+    hostmon,
+    hostrun,
+    impair,
+    monitor,
+    multilab,
+    naming,
+    ownership,
+    selfcheck,
+)
 from ..errors import EXIT_INTERRUPTED, EXIT_INVALID, EXIT_OK, ImageError, LabError, ProtolabError
 from ..exporter import FaultExporter
 from ..lab import Lab
 from ..live import LiveView, http_query, progress_line
 from ..results.display import axis_str
-from ..spec import Plan, Point, node_settings
+from ..spec import NodeSpec, Plan, Point, node_settings
 from . import collect, session, summary
 from .phase import PhaseOutcome, run_phase
 from .session import Interrupted, Progress, Signals
@@ -73,8 +86,14 @@ class ExperimentRun:
 
     def __init__(self, plan: Plan, results_root: Path = RESULTS, keep: bool = False,
                  task_timeout_margin: float = TASK_TIMEOUT_MARGIN_SECONDS,
-                 resume: Path | None = None, references: Path | None = None, live: bool = False) -> None:  # fmt: skip
+                 resume: Path | None = None, references: Path | None = None, live: bool = False,
+                 emulate_hosts: list[str] | None = None, inventory: Path | None = None,
+                 host_cpus: float = 1.0) -> None:  # fmt: skip
         self.plan, self.keep, self.resume = plan, keep, resume
+        # over several testbed hosts (protolab.hostrun): emulated here, or those of an inventory; None: this machine
+        self.over_hosts = (emulate_hosts, inventory) if emulate_hosts or inventory else None
+        self.host_cpus = host_cpus  # with emulate_hosts: what each gives to nodes (placement's balance)
+        self.hosts: hostrun.Hosts | None = None
         self.report_changed: list[str] = []  # --resume: REPORT_KEYS whose spec changed since the run began
         self.live = live  # --live: a LiveView on stderr while Prometheus is up
         self.view: LiveView | None = None
@@ -95,6 +114,7 @@ class ExperimentRun:
         self.fault_rows: list[dict[str, Any]] = []
         self.repetitions: dict[str, dict[str, Any]] = {}  # per point under RepeatUntil: n, converged, nsd
         self.teardown_failures: list[str] = []
+        self.cross_host: dict[str, Any] = {}  # tasks whose ends are on two testbed hosts: their clocks' uncertainty
         self.status = EXIT_OK
 
     def run(self) -> int:
@@ -113,6 +133,7 @@ class ExperimentRun:
             self._removed_leftovers()
             self._choose_backend()
             prom = self._monitoring_up()
+            self._hosts_up()
             self.view = self._live_view(prom)
             groups = measurement_order(self.plan.points, self.plan.base.order, self.plan.base.random_seed)
             done = {(r["point"], r["repetition"]) for r in self.rows}  # measured before a --resume
@@ -151,6 +172,7 @@ class ExperimentRun:
                     counters, session.best_effort(lab.interface_counters, {}), time.monotonic() - since
                 )
                 monitor.write_targets([])
+                lab.clear_targets()
                 if not (self.keep and gi == len(groups) - 1):
                     self._destroy(lab)
                     lab = None
@@ -203,6 +225,7 @@ class ExperimentRun:
         self.client = dockerhost.client()
         images = {n: _image_id(self.client, n)
                   for n in {s.image for p in self.plan.points for s in p.experiment.nodes.values()}}  # fmt: skip
+        self.image_refs = set(images) | {NodeSpec().image}
         self.rundir = RunDir(self.resume) if self.resume else RunDir.create(self.results_root, self.plan.base.name)
         if self.resume:
             self._check_resumable()
@@ -314,6 +337,18 @@ class ExperimentRun:
             filters={"label": f"com.docker.compose.project={naming.COMPOSE_PROJECT}"})]  # fmt: skip
         return monitor.Prometheus()
 
+    def _hosts_up(self) -> None:
+        """--emulate-hosts / --inventory: the testbed hosts, each with a Prometheus the run's federates."""
+        if self.over_hosts is None:
+            return
+        emulate, inventory = self.over_hosts
+        self.hosts = hostrun.open_hosts(emulate, inventory, self.image_refs, self.rundir.run_id, self.ledger,
+                                        monitor.state_dir(), self.rundir.path / "testbed-inventory.yml",
+                                        cpus=self.host_cpus,
+                                        log=lambda line: print(line, flush=True))  # fmt: skip
+        self.manifest["testbed"] = self.hosts.manifest()
+        self.rundir.write_json("manifest.json", self.manifest)
+
     def _live_view(self, prom: monitor.Prometheus) -> LiveView | None:
         """--live: the terminal view of the run (protolab.live), started now that Prometheus is up."""
         if not self.live:
@@ -321,13 +356,18 @@ class ExperimentRun:
         view = LiveView(self.plan.base.name, self.rundir.run_id, http_query(prom.url))
         return view if view.start() else None
 
-    def _deploy(self, points: list[Point], scope: str) -> Lab:
+    def _deploy(self, points: list[Point], scope: str) -> Lab | hostrun.HostsLab:
         ex = points[0].experiment
         topology = ex.topology.build()
         images, cpus, commands = node_settings(topology, ex.nodes)
-        lab = Lab(topology, self.rundir.run_id, images, cpus, commands=commands, client=self.client,
-                  impairments=topology.impairments + ex.impairments, backend=self.backend,
-                  ledger=self.ledger.scoped(scope))  # fmt: skip
+        lab: Lab | hostrun.HostsLab
+        if self.hosts is not None:
+            whole = multilab.whole(topology, images, cpus, commands, topology.impairments + ex.impairments)
+            lab = hostrun.HostsLab(whole, self.hosts, self.rundir.run_id, ledger=self.ledger.scoped(scope))
+        else:
+            lab = Lab(topology, self.rundir.run_id, images, cpus, commands=commands, client=self.client,
+                      impairments=topology.impairments + ex.impairments, backend=self.backend,
+                      ledger=self.ledger.scoped(scope))  # fmt: skip
         lab.deploy()
         self.actions += lab.actions
         self._draw(lab, scope)
@@ -347,9 +387,15 @@ class ExperimentRun:
             log.warning("drawing the lab: %s", exc)
 
     def _targets(self, lab: Lab, points: list[Point], prom: monitor.Prometheus) -> None:
+        """The lab's agents as the run's Prometheus's targets; over several hosts each host's Prometheus gets its
+        own nodes and the run's reads them through federation."""
         extra = scrape_ports(points)  # DIS hosts' /metrics
         monitor.write_targets(lab.targets(extra) + ([self.exporter_target] if self.exporter_target else []))
-        prom.wait_targets({h.name for h in lab.topology.hosts})
+        nodes = {h.name for h in lab.topology.hosts}
+        if self.hosts is not None:
+            hostmon.wait_federated(prom, nodes)
+        else:
+            prom.wait_targets(nodes)
 
     def _self_check(self, lab: Lab, ex: Any) -> list[dict[str, Any]] | None:
         """Measure the impaired links before any workload; every miss makes the run invalid."""
@@ -369,17 +415,18 @@ class ExperimentRun:
         row: dict[str, Any] = {"point": point.id, "repetition": rep, **{k: _cell(v) for k, v in point.values.items()}}
         time.sleep(ex.settle)
         unshaped = lab.unshaped()
-        lab_pids = [n.pid for n in lab.nodes.values()] + self.monitor_pids
-        before = guard.snapshot(unshaped, lab_pids)
+        lab_pids = [n.pid for n in lab.nodes.values()] + self.monitor_pids + lab.cgroup_pids()
+        procs = lab.service_pids()
+        before = guard.snapshot(unshaped, lab_pids, procs)
         windows: list[collect.Window] = []
         for phase in ex.phases:
             where = f"{point.id} rep {rep} phase {phase.name}"
             if self.view:
                 self.view.update(phase=phase.name)
             out = run_phase(phase, lab, ex.warmup, self.task_timeout_margin, self.exporter, where)
-            self._record_phase(point, rep, out, row)
+            self._record_phase(point, rep, out, row, lab)
             windows.append((phase.name, *out.window))
-        after = guard.snapshot(unshaped, lab_pids)
+        after = guard.snapshot(unshaped, lab_pids, procs)
         figures, reasons = guard.assess(before, after)
         self.guard[f"{point.id}/{rep}"] = {"figures": figures, "reasons": reasons}
         if reasons:
@@ -395,7 +442,7 @@ class ExperimentRun:
             row[m.column] = collect.column(m, windows, prom, keep)
         return row
 
-    def _record_phase(self, point: Point, rep: int, out: PhaseOutcome, row: dict[str, Any]) -> None:
+    def _record_phase(self, point: Point, rep: int, out: PhaseOutcome, row: dict[str, Any], lab: Any) -> None:
         """The phase's fault events and link restore first (kept even when a task failed), then its figures."""
         if out.events:
             errors = []
@@ -414,10 +461,14 @@ class ExperimentRun:
             raise out.error
         for t, r in out.tasks:
             figures = dict.fromkeys(t.columns()) if r.skipped else r.result()
+            ends = t.nodes()
+            clock = lab.clock_note(ends[0], ends[-1]) if len(ends) > 1 else None  # its ends on two hosts
             self.rundir.write_json(f"raw/tasks/{point.id}-r{rep}-{out.name}-{t.name}.json",
                                    {"point": point.id, "repetition": rep, "phase": out.name, "task": t.name,
                                     "kind": t.kind, "figures": figures, "tool": r.raw(),
-                                    "sysctls": r.sysctls_set, "skipped": r.skipped})  # fmt: skip
+                                    "sysctls": r.sysctls_set, "skipped": r.skipped, "clock": clock})  # fmt: skip
+            if clock is not None:
+                self.cross_host.setdefault(f"{t.name}: {ends[0]} -> {ends[-1]}", clock)
             if r.skipped:
                 line = f"{point.id} ({point.label()}) task {t.name}: {r.skipped}"
                 if line not in self.skipped:
@@ -451,6 +502,9 @@ class ExperimentRun:
             lambda: environment.over_run(m["environment"]["dynamic"], m["environment"]["dynamic_end"]), {}
         )
         m["deployments"] = self.deployments
+        if self.hosts is not None:
+            m["testbed"]["cross_host_tasks"] = self.cross_host
+            session.best_effort(lambda: hostmon.forget(monitor.state_dir()), None)
         m["preflight_actions"] = self.actions
         m["host_state"]["after"] = session.best_effort(ownership.hoststate.snapshot, {})
         m["signals"] = signals.received

@@ -165,4 +165,4 @@ class SpimsTask(TaskModel):
                 cols.append(f"{p}_aggregate_throughput_mean_bytes_per_second")
             if any(j.group == g and j.role == "background" for j in jobs):
                 cols.append(f"{p}_background_throughput_bytes_per_second")
-        return cols
+        return cols + [f"{self.name}_{h}_cpu_ratio" for h in self.nodes()]

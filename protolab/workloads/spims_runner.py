@@ -15,6 +15,7 @@ import threading
 import time
 from typing import Any
 
+from ..hoststats import cgroup_cpu_seconds
 from ..spims import Dist, Job
 from ..stats import describe
 from .base import WorkloadError, WorkloadRunner
@@ -112,6 +113,11 @@ def aggregate_rate(results: list[dict[str, Any]]) -> float | None:
     return sum(r.get("received_bytes", 0) for r in results) / span if span > 0 else None
 
 
+def cores(before: float | None, after: float | None, wall: float) -> float | None:
+    """CPU seconds over a wall interval, in cores; None without both readings."""
+    return (after - before) / wall if before is not None and after is not None and wall > 0 else None
+
+
 class SpimsRunner(WorkloadRunner[SpimsTask]):
     def __init__(self, task: SpimsTask, lab: Any) -> None:
         super().__init__(task, lab)
@@ -119,6 +125,7 @@ class SpimsRunner(WorkloadRunner[SpimsTask]):
         self.ports = {j.id: task.port + i for i, j in enumerate(self.jobs)}
         self.results: dict[str, dict[str, Any]] = {}
         self.responders: list[Responder] = []
+        self.cpu: dict[str, float | None] = {}  # host -> cores its container used over run()
 
     def _nice(self, job: Job) -> list[str]:
         low = job.role == "background" and any(j.high_priority for j in self.jobs if j.group == job.group)
@@ -156,13 +163,21 @@ class SpimsRunner(WorkloadRunner[SpimsTask]):
         th.start()
         return th
 
+    def _cpu_seconds(self) -> dict[str, float | None]:
+        return {h: cgroup_cpu_seconds(self.lab.nodes[h].pid) for h in self.task.nodes()}
+
     def run(self) -> None:
+        """The statements in order; each host's container CPU (its cgroup) read at the first one's start and the
+        last one's end, so a run of a second or less has its CPU figure too (a scraped series has none)."""
+        before, t0 = self._cpu_seconds(), time.monotonic()
         try:
             for g in sorted({j.group for j in self.jobs}) if not self.skipped else []:
                 self._statement(g)
         finally:
             for r in self.responders:
                 r.stop()
+        after, wall = self._cpu_seconds(), time.monotonic() - t0
+        self.cpu = {h: cores(b, after[h], wall) for h, b in before.items()}
 
     def _statement(self, g: int) -> None:
         """One statement: its background load first, then its measured parts at once; the load ended after."""
@@ -219,4 +234,4 @@ class SpimsRunner(WorkloadRunner[SpimsTask]):
                     and j.id in self.results]  # fmt: skip
             if any(j.group == g and j.role == "background" for j in self.jobs):
                 out[f"{p}_background_throughput_bytes_per_second"] = (aggregate_rate(load) or 0.0) if load else 0.0
-        return out
+        return out | {f"{t.name}_{h}_cpu_ratio": self.cpu.get(h) for h in t.nodes()}

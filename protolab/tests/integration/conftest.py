@@ -47,9 +47,9 @@ def no_leftovers():
     assert left == [], f"left behind: {left}"
 
 
-def run_spec(name: str, results: Path, timeout: float = 600) -> tuple[Path, dict]:
-    """`protolab run specs/<name>.yaml` into `results`; asserts a VALID run whose checks all passed and returns its
-    folder and summary."""
+def run_spec(name: str | Path, results: Path, timeout: float = 600, args: tuple[str, ...] = ()) -> tuple[Path, dict]:
+    """`protolab run specs/<name>.yaml` (or the spec at a path) into `results` with `args`; asserts a VALID run whose
+    checks all passed and returns its folder and summary."""
     import json
     import subprocess
     import sys
@@ -58,8 +58,8 @@ def run_spec(name: str, results: Path, timeout: float = 600) -> tuple[Path, dict
 
     from protolab.results.store import latest
 
-    spec = Path(__file__).parent / "specs" / f"{name}.yaml"
-    out = subprocess.run([sys.executable, "-m", "protolab.cli", "run", str(spec), "--results", str(results)],
+    spec = name if isinstance(name, Path) else Path(__file__).parent / "specs" / f"{name}.yaml"
+    out = subprocess.run([sys.executable, "-m", "protolab.cli", "run", str(spec), "--results", str(results), *args],
                          capture_output=True, text=True, timeout=timeout)  # fmt: skip
     assert out.returncode == 0, out.stdout[-3000:] + out.stderr[-3000:]
     experiment = yaml.safe_load(spec.read_text())["name"]

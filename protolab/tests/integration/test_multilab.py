@@ -120,3 +120,37 @@ def test_a_lab_over_two_emulated_hosts_from_the_command_line(no_leftovers):
     assert down.returncode == 0, down.stdout + down.stderr
     assert "destroyed lab triangle" in down.stdout
     assert not multilab.supervisor_state().exists()
+
+
+def test_a_run_over_two_emulated_hosts(tmp_path: Path, no_leftovers):
+    """`protolab run multihost --emulate-hosts ...`: the runner drives a lab over two hosts as it drives one. The
+    triangle's WAN link is stitched between them and self-checked; h1 sends to h3 across it while h2 pings h3;
+    h3's wire rate and CPU reach the run's Prometheus from the other host's Prometheus (federation). The experiment's
+    checks pass, the manifest has the placement, the stitch's underlay, the clocks and the tasks whose ends are on
+    two hosts, and nothing is left on the machine (the fixture)."""
+    import json
+
+    from .conftest import run_spec
+
+    spec = Path(__file__).resolve().parents[3] / "experiments" / "multihost.yaml"
+    run, summary = run_spec(spec, tmp_path, timeout=900, args=("--emulate-hosts", "run_a,run_b", "--host-cpus", "4"))
+    m = json.loads((run / "manifest.json").read_text())
+    tb = m["testbed"]
+    assert tb["emulated"] == ["run_a", "run_b"] and set(tb["prometheus"]) == {"run_a", "run_b"}, tb
+    (dep,) = m["deployments"]
+    where = dep["testbed"]["placement"]["nodes"]
+    assert where["h1"] == where["r1"] == "run_a" and where["h3"] == where["r2"] == "run_b", where
+    (u,) = dep["testbed"]["underlay"]
+    assert u["received"] == u["sent"] and u["rtt_mean_seconds"] < 0.01, u
+    assert {c["from"] + "->" + c["to"] for c in dep["self_check"]} >= {"r1->r2", "r2->r1"}, dep["self_check"]
+    assert all(c["passed"] for c in dep["self_check"]), dep["self_check"]
+    cross = tb["cross_host_tasks"]
+    assert set(cross) == {"wan: h1 -> h3", "rtt: h2 -> h3"}, cross
+    assert all(c["hosts"] == ["run_a", "run_b"] and 0 < c["uncertainty_seconds"] < 0.5 for c in cross.values())
+    rows = [json.loads(line) for line in (run / "rows.jsonl").read_text().splitlines()]
+    for r in rows:  # measured through federation: the agents of h1 (run_a) and h3 (run_b)
+        print(
+            f"{r['protocol']}: h3 rx {r['h3_rx_bits_per_second']:.0f} bit/s, RTT p50 {r['rtt_rtt_p50_seconds']:.3f}"
+            f" s, CPU h1 {r['h1_cpu_ratio']:.4f} h3 {r['h3_cpu_ratio']:.4f}"
+        )
+    assert summary["checks_passed"] >= 5

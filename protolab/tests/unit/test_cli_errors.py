@@ -43,3 +43,9 @@ def test_report_loads_neither_the_spec_nor_a_lab():
         m for m in loaded if m.split(".")[1:2] in (["spec"], ["topo"], ["lab"], ["workloads"], ["orchestrator"])
     ]
     assert "cannot read" in out.stderr and "ResultsError" not in out.stderr  # ours: a message, no type name
+
+
+def test_a_run_over_hosts_takes_an_inventory_or_emulated_hosts_not_both(capsys):
+    with pytest.raises(SystemExit, match="protolab run: --inventory or --emulate-hosts, not both"):
+        cli.main(["run", "smoke", "--dry-run", "--inventory", "x.yml", "--emulate-hosts", "a,b"])
+    assert cli.main(["run", "multihost", "--dry-run", "--emulate-hosts", "a", "--emulate-hosts", "b"]) == 0

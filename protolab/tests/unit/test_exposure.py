@@ -119,8 +119,12 @@ def test_prometheus_runs_without_lifecycle_or_admin_api():
 
 def test_targets_reach_prometheus_by_file_sd_not_reload():
     config = yaml.safe_load((monitor.REPO / "images" / "monitor" / "prometheus.yml").read_text())
-    (job,) = [j for j in config["scrape_configs"] if "file_sd_configs" in j]
-    assert job["file_sd_configs"][0]["files"] == ["/etc/prometheus/targets/*.json"]
+    files = {
+        j["job_name"]: j["file_sd_configs"][0]["files"] for j in config["scrape_configs"] if "file_sd_configs" in j
+    }
+    # the lab's agents, and (a lab over several hosts) each host's Prometheus, federated
+    assert files == {"protolab-agent": ["/etc/prometheus/targets/*.json"],
+                     "federate": ["/etc/prometheus/targets/federate/*.json"]}  # fmt: skip
     source = "\n".join(p.read_text() for p in (monitor.REPO / "protolab").rglob("*.py") if "tests" not in p.parts)
     assert "/-/reload" not in source
 

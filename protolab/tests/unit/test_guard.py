@@ -51,3 +51,15 @@ def test_a_process_that_went_away_is_not_negative_lab_cpu():
     figures, reasons = guard.assess(before, after)
     assert abs(figures["foreign_cpu_cores"] - 0.3) < 1e-9, figures
     assert reasons == []
+
+
+def test_a_serving_process_counts_as_the_labs_cpu_with_its_reaped_children():
+    import os
+    import subprocess
+
+    before = guard.process_cpu([os.getpid()])
+    subprocess.run(["sh", "-c", "i=0; while [ $i -lt 200000 ]; do i=$((i+1)); done"], check=True)  # a reaped child
+    after = guard.process_cpu([os.getpid()])
+    (key,) = after
+    assert key.startswith(f"proc:{os.getpid()}@") and after[key] > before[key]
+    assert guard.process_cpu([2**22 + 7]) == {}  # no such process: nothing to count

@@ -84,7 +84,12 @@ class FakeLab:
     """Answers `protolab-spims run` with a canned result per job file; records every command."""
 
     def __init__(self, results: dict[str, dict[str, Any]]) -> None:
+        import os
+        from types import SimpleNamespace
+
         self.results, self.commands = results, []
+        # the hosts' containers: this process's cgroup stands in for both (its CPU is readable here)
+        self.nodes = {h: SimpleNamespace(pid=os.getpid()) for h in ("h1", "h2")}
 
     def ip(self, node: str, intf: int = 0, family: int = 4) -> str:
         return "10.0.1.2" if family == 4 else "fd00:10:0:1::2"
@@ -118,6 +123,9 @@ def test_a_background_statement_measures_its_first_part_and_reports_the_load():
     assert out["x_runs_total"] == 2 and out["x_late_total"] == 1
     assert out["x_background_throughput_bytes_per_second"] == pytest.approx(5000, rel=1e-3)
     assert set(out) == set(t.columns())
+    # each host's container CPU over the statements, read from its cgroup at their start and end
+    assert {k for k in out if k.endswith("_cpu_ratio")} == {"x_h1_cpu_ratio", "x_h2_cpu_ratio"}
+    assert all(out[k] is not None and out[k] >= 0 for k in ("x_h1_cpu_ratio", "x_h2_cpu_ratio"))
     nice = [cmd for _n, cmd in lab.commands if "nice" in " ".join(cmd)]
     assert nice and all("s1.p2" in " ".join(c) or "serve" in c for c in nice), "only the load runs at low priority"
     assert any("pkill" in c and "-INT" in c for _n, c in lab.commands), "the load is stopped after the measurement"
@@ -263,3 +271,10 @@ def test_parallel_senders_are_pooled_as_if_their_runs_were_one_list():
     one = sender_stats([{"bulk": {"sender_bytes_per_second": summary([2.0e6])}}])
     assert (one["mean"], one["sd"], one["nsd"]) == (2.0e6, 0.0, 0.0)
     assert sender_stats([{}])["mean"] is None
+
+
+def test_cores_are_cpu_seconds_over_the_wall_interval():
+    from protolab.workloads.spims_runner import cores
+
+    assert cores(1.0, 2.5, 3.0) == pytest.approx(0.5)
+    assert cores(None, 2.5, 3.0) is None and cores(1.0, None, 3.0) is None and cores(1.0, 2.0, 0.0) is None

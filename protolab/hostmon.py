@@ -1,0 +1,181 @@
+"""Monitoring a lab over several testbed hosts (issue 18, item 4): a Prometheus on each host scrapes that host's
+nodes, and the run's Prometheus federates them, so recording rules, dashboards and a run's measurements read one
+Prometheus as on one machine.
+
+- Each host's Prometheus is the monitor image (protolab/monitor, the same configuration and rules) run on the
+  host's engine in the host's network namespace (`network_mode: host`), listening on its underlay address at
+  `protolab_prometheus_port` (9190). It scrapes its nodes' agents at their management addresses (no Docker DNS on
+  the host network) from a file_sd file this process writes.
+- The run's Prometheus has a `federate` job (images/monitor/prometheus.yml) whose targets are the hosts'
+  Prometheus, read from targets/federate/*.json: a subdirectory, so the agent job's targets/*.json glob never
+  reads it. It asks /federate for the agent job's series with honor_labels, so a node's series keep their own
+  labels (job, instance, node, role, run) and every query of the one-machine case holds.
+- Emulated hosts (protolab.emuhost) sit behind an underlay bridge in a namespace of their own; this machine's
+  namespace, where the run's Prometheus's packets leave Docker's bridge, reaches them through a control veth
+  into that bridge (CONTROL_LINK, an address of the underlay's last), recorded in the run's ledger.
+
+    ctl = hostmon.connect_control(ledger)                          # emulated hosts: a route into their underlay
+    proms = [hostmon.start(h, run_id, ledger) for h in inventory.hosts]
+    hostmon.write_federation(proms)                                # the run's Prometheus scrapes their /federate
+    proms[0].write_targets(groups)                                 # that host's nodes
+    hostmon.wait_federated(Prometheus(), {"h1", "h3"})
+"""
+
+from __future__ import annotations
+
+import ipaddress
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from . import naming, ownership, placement
+from .errors import LabError, MonitoringError
+from .results.store import write_json
+from .shell import in_netns, run
+
+CONTROL_LINK = "plab-ulctl"  # this machine's end of the control veth into the emulated hosts' underlay
+CONTROL_PEER = "ctl"  # its other end, a port of the underlay bridge
+IMAGE = "protolab/monitor:latest"
+HOSTS_DIR = "hosts"  # <state dir>/hosts/<host>/: a host's Prometheus's targets, mounted into it
+FEDERATE_FILE = "hosts.json"  # in <run's targets>/federate/
+FEDERATED_JOB = "protolab-agent"
+
+
+def _emulated_underlay() -> tuple[str, str, ipaddress.IPv4Network]:
+    from . import emuhost
+
+    return emuhost.UNDERLAY_NS, emuhost.UNDERLAY_BRIDGE, emuhost.UNDERLAY_NET
+
+
+def control_address() -> str:
+    """This machine's address on the emulated underlay: its last host address (the hosts count up from .1)."""
+    _ns, _br, net = _emulated_underlay()
+    return str(net.broadcast_address - 1)
+
+
+def connect_control(ledger: ownership.Ledger) -> str:
+    """A veth from this machine's namespace into the emulated underlay's bridge; this end's address."""
+    ns, bridge, net = _emulated_underlay()
+    if not (Path("/run/netns") / ns).exists():
+        raise LabError(f"no emulated underlay ({ns}) to connect to: start the emulated hosts first")
+    addr = control_address()
+    ledger.link(CONTROL_LINK)
+    run(["ip", "link", "add", CONTROL_LINK, "type", "veth", "peer", "name", CONTROL_PEER, "netns", ns])
+    ledger.confirm_links()
+    run(in_netns(["ip", "link", "set", CONTROL_PEER, "master", bridge, "up"], ns))
+    run(["ip", "addr", "add", f"{addr}/{net.prefixlen}", "dev", CONTROL_LINK])
+    run(["ip", "link", "set", CONTROL_LINK, "up"])
+    return addr
+
+
+@dataclass
+class HostPrometheus:
+    host: placement.TestbedHost
+    container: str
+    targets_dir: Path
+
+    @property
+    def address(self) -> str:
+        """host:port where the run's Prometheus reaches this one."""
+        return f"{self.host.underlay}:{self.host.prometheus_port}"
+
+    def write_targets(self, groups: list[dict[str, Any]]) -> None:
+        """This host's nodes as file_sd target groups (written whole, then moved in place)."""
+        write_json(self.targets_dir / "lab.json", groups)
+
+
+def start(host: placement.TestbedHost, run_id: str, ledger: ownership.Ledger, state_dir: Path) -> HostPrometheus:
+    """The host's Prometheus on its engine, in its network namespace, listening on its underlay address; its
+    targets file in <state_dir>/hosts/<host>/ (an emulated host shares this machine's files)."""
+    import docker
+    import docker.errors
+
+    if host.netns is None:
+        raise LabError(f"testbed host {host.name}: a Prometheus on a remote host (its targets file copied over SSH) is "
+                       "not built yet; only emulated hosts (protolab_netns, protolab.emuhost) are")  # fmt: skip
+    if not host.underlay:
+        raise LabError(f"testbed host {host.name}: no underlay address for its Prometheus to listen on")
+    d = state_dir / HOSTS_DIR / host.name
+    d.mkdir(parents=True, exist_ok=True)
+    write_json(d / "lab.json", [])
+    name = f"plab-prometheus-{host.name}"
+    client = docker.DockerClient(base_url=host.engine)
+    ledger.add("container", name=name, engine=host.engine)
+    try:
+        client.containers.run(
+            IMAGE, name=name, detach=True, network_mode="host",
+            labels={naming.LABEL: "true", naming.RUN_LABEL: run_id, "protolab.role": "host-prometheus"},
+            volumes={str(d): {"bind": "/etc/prometheus/targets", "mode": "ro"}},
+            command=["--config.file=/etc/prometheus/prometheus.yml", "--storage.tsdb.path=/prometheus",
+                     "--storage.tsdb.retention.time=2d",
+                     f"--web.listen-address={host.underlay}:{host.prometheus_port}"],
+        )  # fmt: skip
+    except docker.errors.ImageNotFound:
+        raise LabError(f"testbed host {host.name}: no image {IMAGE} on its engine ({host.engine})") from None
+    except docker.errors.APIError as exc:
+        raise LabError(f"testbed host {host.name}: its Prometheus did not start: {exc.explanation or exc}") from None
+    return HostPrometheus(host, name, d)
+
+
+def wait_ready(proms: list[HostPrometheus], timeout: float = 60) -> None:
+    """Until each host's Prometheus answers /-/ready from this machine (through the control link)."""
+    import requests
+
+    deadline, waiting = time.monotonic() + timeout, list(proms)
+    while waiting and time.monotonic() < deadline:
+        for p in list(waiting):
+            try:
+                if requests.get(f"http://{p.address}/-/ready", timeout=2).status_code == 200:
+                    waiting.remove(p)
+            except requests.RequestException:
+                pass
+        if waiting:
+            time.sleep(0.3)
+    if waiting:
+        names = ", ".join(f"{p.host.name} ({p.address})" for p in waiting)
+        raise MonitoringError(f"the Prometheus of {names} did not answer within {timeout:g}s")
+
+
+def federation_groups(proms: list[HostPrometheus]) -> list[dict[str, Any]]:
+    """The run's federate job's file_sd groups: one target per host, labelled with the host's name."""
+    return [{"targets": [p.address], "labels": {"testbed_host": p.host.name}} for p in proms]
+
+
+def forget(state_dir: Path) -> None:
+    """The run's end: nothing federated, and the hosts' targets files gone."""
+    import shutil
+
+    write_federation([], state_dir)
+    shutil.rmtree(state_dir / HOSTS_DIR, ignore_errors=True)
+
+
+def write_federation(proms: list[HostPrometheus], state_dir: Path) -> Path:
+    """<state_dir>/targets/federate/hosts.json, which the run's Prometheus reads (an empty list stops it)."""
+    return write_json(state_dir / "targets" / "federate" / FEDERATE_FILE, federation_groups(proms))
+
+
+def wait_federated(prom: Any, nodes: set[str], timeout: float = 60) -> None:
+    """Until the run's Prometheus has each node's agent `up` through federation (honor_labels keeps `node`)."""
+    deadline, missing = time.monotonic() + timeout, set(nodes)
+    while time.monotonic() < deadline:
+        got = {r["metric"].get("node") for r in prom.query(f'up{{job="{FEDERATED_JOB}"}} == 1')}
+        missing = nodes - got
+        if not missing:
+            return
+        time.sleep(0.5)
+    raise MonitoringError(f"the run's Prometheus has no federated agent of {sorted(missing)} within {timeout:g}s "
+                          "(each host's Prometheus scrapes its nodes; the run's federates them)")  # fmt: skip
+
+
+def node_groups(nodes: list[dict[str, Any]], run_id: str, extra_ports: dict[str, list[int]] | None = None
+                ) -> list[dict[str, Any]]:  # fmt: skip
+    """A host's file_sd groups from its keeper's nodes (name, role, mgmt_ip): the labels Lab.targets gives, the
+    agent's port and `extra_ports` per node ("*": every node), at the management address."""
+    extra = extra_ports or {}
+    out = []
+    for n in nodes:
+        ports = sorted({naming.AGENT_PORT, *extra.get(n["name"], []), *extra.get("*", [])})
+        out.append({"targets": [f"{n['mgmt_ip']}:{p}" for p in ports],
+                    "labels": {"node": n["name"], "role": n.get("role", "host"), "run": run_id}})  # fmt: skip
+    return out
