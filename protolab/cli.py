@@ -260,7 +260,8 @@ def cmd_dashboards(a: argparse.Namespace) -> int:
 
 EXAMPLES = {  # `protolab CMD --help` ends with these (the lab commands carry theirs in cli_lab)
     "run": "protolab run smoke --profile quick\n  protolab run experiments/my.yaml --dry-run\n"
-    "  protolab run link-fidelity --resume results/link-fidelity/20261123T154242Z-1f90",
+    "  protolab run link-fidelity --resume results/link-fidelity/20261123T154242Z-1f90\n"
+    "  protolab run multihost --emulate-hosts host_a,host_b --host-cpus 4   # over two hosts emulated here",
     "validate": "protolab validate                 # every spec and profile\n  protolab validate smoke link-fidelity",
     "spims": "protolab spims '100 from h1 to h2 bulk_get 1024*1000,' --topology hub --rate 10Mbit\n"
     "  protolab spims '10 rr 32*1000,' --transport tcp --transport quic\n"
