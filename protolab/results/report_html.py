@@ -87,6 +87,38 @@ def _lab_interfaces(manifest: Mapping[str, Any]) -> list[dict[str, Any]]:
     return out
 
 
+def _testbed(manifest: Mapping[str, Any]) -> dict[str, Any] | None:
+    """A run over several testbed hosts: the hosts, each lab's placement, stitches and clocks, and the tasks whose
+    ends were on two hosts (a one-way delay between them is only as good as the two clocks)."""
+    tb = manifest.get("testbed")
+    if not tb:
+        return None
+    hosts = [[h["name"], h.get("engine", ""), h.get("underlay") or "", (tb.get("prometheus") or {}).get(h["name"], "")]
+             for h in tb.get("hosts") or []]  # fmt: skip
+    labs = []
+    for i, d in enumerate(manifest.get("deployments") or []):
+        t = d.get("testbed") or {}
+        by_host: dict[str, list[str]] = {}
+        for node, host in ((t.get("placement") or {}).get("nodes") or {}).items():
+            by_host.setdefault(host, []).append(node)
+        stitches = []
+        for u in t.get("underlay") or []:
+            rtt = (f"{u['rtt_mean_seconds'] * 1e3:.3f} ms (sd {u['rtt_sd_seconds'] * 1e6:.0f} us)"
+                   if "rtt_mean_seconds" in u else u.get("error", "not measured"))  # fmt: skip
+            stitches.append(f"{'-'.join(u['link'])}: {u['from']} -> {u['to']}, underlay round trip {rtt}")
+        clocks = [f"{h}: offset {c['offset_seconds'] * 1e3:+.3f} ms, within {c['uncertainty_seconds'] * 1e3:.3f} ms"
+                  if "offset_seconds" in c else f"{h}: {c.get('error', 'not measured')}"
+                  for h, c in sorted((t.get("clocks") or {}).items())]  # fmt: skip
+        labs.append({"title": f"lab {i + 1}", "placement": [f"{h}: {', '.join(sorted(n))}" for h, n in
+                                                             sorted(by_host.items())],
+                     "stitches": stitches, "clocks": clocks})  # fmt: skip
+    cross = [f"{task}: {' and '.join(c['hosts'])}, "
+             + (f"one-way delays +-{c['uncertainty_seconds'] * 1e3:.3f} ms" if c.get("uncertainty_seconds") is not None
+                else "clock not measured: one-way delays unbounded")
+             for task, c in sorted((tb.get("cross_host_tasks") or {}).items())]  # fmt: skip
+    return {"hosts": hosts, "emulated": tb.get("emulated") or [], "labs": labs, "cross": cross}
+
+
 def _check_rows(summary: Mapping[str, Any], sweep: Sweep) -> list[dict[str, Any]]:
     out = []
     # failures first (stable: in point order within each), so a glance at the top tells what went wrong
@@ -318,6 +350,7 @@ def report_html(
         "checks_failed": (summary or {}).get("checks_failed", 0),
         "stats": _stat_rows(summary or {}, sweep),
         "skipped": _skipped(summary or {}),
+        "testbed": _testbed(manifest),
         "tables": [
             {
                 "name": t.spec.name,

@@ -84,3 +84,28 @@ def test_a_remote_host_is_refused_by_name():
     remote = placement.TestbedHost(name="lab-b", underlay="192.0.2.11")
     with pytest.raises(LabError, match="lab-b: a Prometheus on a remote host .* not built yet"):
         hostmon.start(remote, "run-1", None, Path("/nonexistent"))  # type: ignore[arg-type]
+
+
+def test_the_report_shows_the_hosts_the_placement_and_the_cross_host_delays():
+    from protolab.results.report_html import _testbed
+
+    assert _testbed({}) is None  # a run on one machine has no such section
+    manifest = {
+        "testbed": {"emulated": ["a", "b"], "prometheus": {"a": "10.255.98.2:9190"},
+                    "hosts": [{"name": "a", "engine": "unix:///run/a.sock", "underlay": "10.255.98.2"}],
+                    "cross_host_tasks": {"wan: h1 -> h3": {"hosts": ["a", "b"], "uncertainty_seconds": 0.0025},
+                                         "x: h1 -> h3": {"hosts": ["a", "b"], "uncertainty_seconds": None}}},
+        "deployments": [{"testbed": {
+            "placement": {"nodes": {"h1": "a", "r1": "a", "h3": "b"}},
+            "underlay": [{"link": ["r1", "r2"], "from": "a", "to": "b", "rtt_mean_seconds": 6.3e-5,
+                          "rtt_sd_seconds": 9e-6}],
+            "clocks": {"a": {"offset_seconds": 3.4e-4, "uncertainty_seconds": 1.5e-3}, "b": {"error": "no reading"}}}}],
+    }  # fmt: skip
+    tb = _testbed(manifest)
+    assert tb["hosts"] == [["a", "unix:///run/a.sock", "10.255.98.2", "10.255.98.2:9190"]]
+    (lab,) = tb["labs"]
+    assert lab["placement"] == ["a: h1, r1", "b: h3"]
+    assert lab["stitches"] == ["r1-r2: a -> b, underlay round trip 0.063 ms (sd 9 us)"]
+    assert lab["clocks"] == ["a: offset +0.340 ms, within 1.500 ms", "b: no reading"]
+    assert tb["cross"] == ["wan: h1 -> h3: a and b, one-way delays +-2.500 ms",
+                           "x: h1 -> h3: a and b, clock not measured: one-way delays unbounded"]  # fmt: skip
