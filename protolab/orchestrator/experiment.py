@@ -504,7 +504,8 @@ class ExperimentRun:
         m["deployments"] = self.deployments
         if self.hosts is not None:
             m["testbed"]["cross_host_tasks"] = self.cross_host
-            session.best_effort(lambda: hostmon.forget(monitor.state_dir()), None)
+            if not (self.keep and error is None):  # --keep: the hosts' Prometheus stay federated with the lab
+                session.best_effort(lambda: hostmon.forget(monitor.state_dir()), None)
         m["preflight_actions"] = self.actions
         m["host_state"]["after"] = session.best_effort(ownership.hoststate.snapshot, {})
         m["signals"] = signals.received

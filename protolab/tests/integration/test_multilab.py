@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from protolab import emuhost, images, labctl, multilab, ownership, placement, topofile
+from protolab import cleanup, dashboards, emuhost, images, labctl, monitor, multilab, ownership, placement, topofile
 from protolab.model.impairment import Impairment
 
 pytestmark = pytest.mark.integration
@@ -133,8 +133,13 @@ def test_a_run_over_two_emulated_hosts(tmp_path: Path, no_leftovers):
     from .conftest import run_spec
 
     spec = Path(__file__).resolve().parents[3] / "experiments" / "multihost.yaml"
-    run, summary = run_spec(spec, tmp_path, timeout=900, args=("--emulate-hosts", "run_a,run_b", "--host-cpus", "4"))
-    m = json.loads((run / "manifest.json").read_text())
+    args = ("--emulate-hosts", "run_a,run_b", "--host-cpus", "4", "--keep")  # kept: the dashboards are read below
+    try:
+        run, summary = run_spec(spec, tmp_path, timeout=900, args=args)
+        m = json.loads((run / "manifest.json").read_text())
+        _node_panels_have_both_hosts(m)
+    finally:
+        cleanup.clean(verbose=False)  # what --keep left: the lab's parts, the hosts, monitoring
     tb = m["testbed"]
     assert tb["emulated"] == ["run_a", "run_b"] and set(tb["prometheus"]) == {"run_a", "run_b"}, tb
     (dep,) = m["deployments"]
@@ -154,3 +159,28 @@ def test_a_run_over_two_emulated_hosts(tmp_path: Path, no_leftovers):
             f" s, CPU h1 {r['h1_cpu_ratio']:.4f} h3 {r['h3_cpu_ratio']:.4f}"
         )
     assert summary["checks_passed"] >= 5
+
+
+def _node_panels_have_both_hosts(manifest: dict) -> None:
+    """The overview dashboard's per-node panels, as Grafana would query the run's Prometheus over the run (the
+    recording rules' series among them), have series of nodes on both hosts: federation keeps the labels every
+    panel groups by."""
+    import datetime as dt
+    import json
+
+    start, end = (dt.datetime.fromisoformat(manifest[k]).timestamp() for k in ("started_at", "finished_at"))
+    prom = monitor.Prometheus()
+    doc = json.loads((dashboards.DASHBOARDS_DIR / "overview.json").read_text())
+    per_node = [q for q in dashboards.panel_queries(doc) if "by (node" in q["expr"] or "node=~" in q["expr"]]
+    assert per_node, "the overview dashboard has per-node panels"
+    for q in per_node:
+        expr = q["expr"].replace("$run", manifest["run_id"]).replace("$node", ".*")
+        nodes = {s["metric"].get("node") for s in prom.query_range(expr, start, end, step=1) if s.get("values")}
+        print(f"overview / {q['panel']}: nodes {sorted(n for n in nodes if n)}")
+        if q["panel"].startswith(("Messages/s", "One-way message delay", "Drops/s")):
+            continue  # DIS hosts' and converters' panels: this run has neither
+        assert {"h1", "h3"} <= nodes, f"{q['panel']}: {sorted(n for n in nodes if n)} for {expr}"
+    (roles,) = [q for q in dashboards.panel_queries(doc) if q["panel"].startswith("CPU per role")]
+    expr = roles["expr"].replace("$run", manifest["run_id"])
+    seen = {s["metric"].get("role") for s in prom.query_range(expr, start, end, step=1) if s.get("values")}
+    assert {"host", "router"} <= seen, f"CPU per role: {seen} for {expr}"  # routers r1 and r2, one on each host
