@@ -11,10 +11,9 @@ Prometheus as on one machine.
   reads it. It asks /federate for the agent job's series with honor_labels, so a node's series keep their own
   labels (job, instance, node, role, run) and every query of the one-machine case holds.
 - Emulated hosts (protolab.emuhost) sit behind an underlay bridge in a namespace of their own; this machine's
-  namespace, where the run's Prometheus's packets leave Docker's bridge, reaches them through a control veth
-  into that bridge (CONTROL_LINK, an address of the underlay's last), recorded in the run's ledger.
+  namespace, where the run's Prometheus's packets leave Docker's bridge, reaches them through emuhost's control
+  veth into that bridge.
 
-    ctl = hostmon.connect_control(ledger)                          # emulated hosts: a route into their underlay
     proms = [hostmon.start(h, run_id, ledger) for h in inventory.hosts]
     hostmon.write_federation(proms)                                # the run's Prometheus scrapes their /federate
     proms[0].write_targets(groups)                                 # that host's nodes
@@ -23,7 +22,6 @@ Prometheus as on one machine.
 
 from __future__ import annotations
 
-import ipaddress
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -32,41 +30,11 @@ from typing import Any
 from . import naming, ownership, placement
 from .errors import LabError, MonitoringError
 from .results.store import write_json
-from .shell import in_netns, run
 
-CONTROL_LINK = "plab-ulctl"  # this machine's end of the control veth into the emulated hosts' underlay
-CONTROL_PEER = "ctl"  # its other end, a port of the underlay bridge
 IMAGE = "protolab/monitor:latest"
 HOSTS_DIR = "hosts"  # <state dir>/hosts/<host>/: a host's Prometheus's targets, mounted into it
 FEDERATE_FILE = "hosts.json"  # in <run's targets>/federate/
 FEDERATED_JOB = "protolab-agent"
-
-
-def _emulated_underlay() -> tuple[str, str, ipaddress.IPv4Network]:
-    from . import emuhost
-
-    return emuhost.UNDERLAY_NS, emuhost.UNDERLAY_BRIDGE, emuhost.UNDERLAY_NET
-
-
-def control_address() -> str:
-    """This machine's address on the emulated underlay: its last host address (the hosts count up from .1)."""
-    _ns, _br, net = _emulated_underlay()
-    return str(net.broadcast_address - 1)
-
-
-def connect_control(ledger: ownership.Ledger) -> str:
-    """A veth from this machine's namespace into the emulated underlay's bridge; this end's address."""
-    ns, bridge, net = _emulated_underlay()
-    if not (Path("/run/netns") / ns).exists():
-        raise LabError(f"no emulated underlay ({ns}) to connect to: start the emulated hosts first")
-    addr = control_address()
-    ledger.link(CONTROL_LINK)
-    run(["ip", "link", "add", CONTROL_LINK, "type", "veth", "peer", "name", CONTROL_PEER, "netns", ns])
-    ledger.confirm_links()
-    run(in_netns(["ip", "link", "set", CONTROL_PEER, "master", bridge, "up"], ns))
-    run(["ip", "addr", "add", f"{addr}/{net.prefixlen}", "dev", CONTROL_LINK])
-    run(["ip", "link", "set", CONTROL_LINK, "up"])
-    return addr
 
 
 @dataclass

@@ -63,7 +63,7 @@ def open_hosts(emulate: list[str] | None, inventory: Path | None, images: set[st
         for ref in sorted(images | {hostmon.IMAGE}):
             emuhost.load_image(emulated, ref)
         inventory = emuhost.write_inventory(emulated, record, cpus=cpus)
-        control = hostmon.connect_control(ledger)
+        control = emuhost.control_address()
     if inventory is None:
         raise LabError("a run over several hosts needs --inventory FILE or --emulate-hosts a,b")
     inv = placement.load_inventory(inventory)

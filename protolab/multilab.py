@@ -135,12 +135,10 @@ def docker_client(engine: str) -> Any:
 
 
 def host_cmd(host: placement.TestbedHost, cmd: list[str]) -> list[str]:
-    """`cmd` as it runs on a testbed host: in an emulated host's network namespace. A remote host (over SSH) is not
-    built yet, and says so."""
-    if host.netns is None:
-        raise LabError(f"testbed host {host.name}: commands on a remote host (over SSH) are not built yet; "
-                       "only emulated hosts (protolab_netns, protolab.emuhost) are")  # fmt: skip
-    return in_netns(cmd, host.netns)
+    """`cmd` as it runs on a testbed host (protolab.hostlink: an emulated host's namespace, or over SSH)."""
+    from . import hostlink
+
+    return hostlink.command(host, cmd)
 
 
 def measure_underlay(lab: MultiLab, inventory: placement.Inventory, count: int = UNDERLAY_PINGS) -> None:
@@ -455,9 +453,12 @@ def clean_parts() -> list[str]:
     the main ledger's): the keepers and every process of their labs killed, their state directories removed."""
     import signal
 
-    from . import ownership
+    from . import hostlink, ownership
 
     done: list[str] = []
+    if not STATE_ROOT.is_dir():
+        return done
+    done += hostlink.close_all()  # kept-open SSH sessions to testbed hosts
     if not STATE_ROOT.is_dir():
         return done
     with contextlib.suppress(OSError, ValueError, KeyError):  # a supervisor of a lab over several hosts

@@ -61,6 +61,13 @@ class TestbedHost(Strict):
     prometheus_port: int = Field(
         9190, ge=1, le=65535, description="protolab_prometheus_port: where its Prometheus listens (protolab.hostmon)"
     )
+    # a host that is not emulated here is reached over SSH (an OpenSSH session kept open: hostlink)
+    user: str = Field("root", description="ansible_user: the SSH login (root: the keeper runs Mininet and tc)")
+    ssh_port: int = Field(22, ge=1, le=65535, description="ansible_port: its SSH port")
+    ssh_key: str | None = Field(None, description="ansible_ssh_private_key_file: the SSH key (None: ssh's default)")
+    known_hosts: str | None = Field(
+        None, description="protolab_known_hosts: a known_hosts file holding its host key (None: the user's)"
+    )
 
 
 @dataclass
@@ -93,8 +100,10 @@ def load_inventory(path: Path | str = DEFAULT_INVENTORY) -> Inventory:
     for name, hv in group["hosts"].items():
         v = {**common, **(hv or {})}
         try:
-            keys = ("engine", "cpus", "vxlan_port", "underlay_mtu", "netns", "prometheus_port")
+            keys = ("engine", "cpus", "vxlan_port", "underlay_mtu", "netns", "prometheus_port", "known_hosts")
             extra = {k: v[f"protolab_{k}"] for k in keys if f"protolab_{k}" in v}
+            ansible = {"user": "ansible_user", "ssh_port": "ansible_port", "ssh_key": "ansible_ssh_private_key_file"}
+            extra |= {k: v[a] for k, a in ansible.items() if a in v}
             underlay = v.get("protolab_underlay", v.get("ansible_host"))
             hosts.append(TestbedHost(name=str(name), address=v.get("ansible_host"), underlay=underlay, **extra))
         except ValidationError as exc:

@@ -93,3 +93,37 @@ def test_a_stitched_link_between_containers_of_two_engines(tmp_path: Path, no_le
         assert failures == [], failures
     assert ledger.left() == []
     assert not [n for n in run(["ip", "netns", "list"]).split() if n.startswith(emuhost.PREFIX)]
+
+
+def test_an_emulated_host_reached_over_ssh_as_a_remote_one_is(tmp_path: Path, no_leftovers):
+    """With an sshd on its underlay address, an emulated host stands for a remote one: the inventory names it by
+    address, login, key and host key (no namespace), and protolab.hostlink reaches it over one kept-open SSH
+    session, through this machine's control link into the underlay. Its commands run in its own namespace, its
+    sessions' docker talks to its own engine, and the clock probe works through the session."""
+    from protolab import hostlink, multilab
+
+    ledger = ownership.Ledger(f"itest-emussh-{os.getpid()}")
+    try:
+        hosts = emuhost.start(["ssh_a", "ssh_b"], ledger, ssh=True)
+        inv = placement.load_inventory(emuhost.write_inventory(hosts, tmp_path / "inv.yml"))
+        for h, eh in zip(inv.hosts, hosts, strict=True):
+            assert h.netns is None and h.address == eh.underlay and h.known_hosts, h
+            out = subprocess.run(hostlink.command(h, ["stat", "-L", "-c", "%i", "/proc/self/ns/net"]),
+                                 capture_output=True, text=True, timeout=60)  # fmt: skip
+            assert out.returncode == 0 and int(out.stdout) == os.stat(f"/run/netns/{eh.ns}").st_ino, out.stderr
+            assert hostlink.control_path(h).exists(), "the session stays open for the next command"
+            out = subprocess.run(hostlink.command(h, ["docker", "info", "--format", "{{.DockerRootDir}}"]),
+                                 capture_output=True, text=True, timeout=60)  # fmt: skip
+            assert out.stdout.strip() == str(eh.data_root), out.stdout + out.stderr
+        lab = multilab.MultiLab(placement.Placement(inv.source, {}, []))
+        lab.parts = {h.name: multilab.Part(h, None, tmp_path / h.name) for h in inv.hosts}  # type: ignore[arg-type]
+        multilab.measure_clocks(lab, inv)
+        print(f"\nclocks over SSH: {lab.clocks}")
+        for c in lab.clocks.values():  # one kernel's clock: the estimate within its own bound
+            assert abs(c["offset_seconds"]) <= c["uncertainty_seconds"] < 0.5, c
+        for h in inv.hosts:
+            hostlink.close(h)
+            assert not hostlink.control_path(h).exists()
+    finally:
+        failures = ledger.sweep()
+    assert failures == [] and ledger.left() == []

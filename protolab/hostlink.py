@@ -1,0 +1,81 @@
+"""How this machine reaches a testbed host's shell (issue 18, item 3).
+
+An emulated host (protolab.emuhost, inventory variable protolab_netns) is a network namespace here: a command
+runs in it with `nsenter --net`. Any other host is reached over SSH, through one OpenSSH session per host kept
+open (ControlMaster, its socket under /run/protolab-hosts/ssh/): the first command opens it, the next ones reuse
+it (no new handshake per command), and close() ends it. The login, port, key and known_hosts file come from the
+inventory (ansible_user, ansible_port, ansible_ssh_private_key_file, protolab_known_hosts); BatchMode, so a
+missing key fails at once instead of asking for a password.
+
+    argv = hostlink.command(host, ["ip", "-br", "addr"])   # a command on the host, as subprocess argv
+    hostlink.close(host)                                    # its SSH session, if one was opened
+"""
+
+from __future__ import annotations
+
+import contextlib
+import shlex
+import subprocess
+from pathlib import Path
+
+from .errors import LabError
+from .placement import TestbedHost
+from .shell import in_netns
+
+CONTROL_DIR = Path("/run/protolab-hosts/ssh")
+PERSIST_SECONDS = 600  # an idle session stays open this long (a run's phases ask again within seconds)
+CONNECT_TIMEOUT = 10
+
+
+def control_path(host: TestbedHost) -> Path:
+    return CONTROL_DIR / f"{host.name}.ctl"
+
+
+def ssh(host: TestbedHost) -> list[str]:
+    """ssh's argv up to the command: the kept-open session, the inventory's login, port, key and host keys."""
+    if not host.address:
+        raise LabError(f"testbed host {host.name}: no ansible_host to reach it at over SSH")
+    argv = ["ssh", "-o", "BatchMode=yes", "-o", f"ConnectTimeout={CONNECT_TIMEOUT}", "-o", "ServerAliveInterval=10",
+            "-o", "ControlMaster=auto", "-o", f"ControlPath={control_path(host)}",
+            "-o", f"ControlPersist={PERSIST_SECONDS}", "-p", str(host.ssh_port)]  # fmt: skip
+    if host.ssh_key:
+        argv += ["-i", host.ssh_key, "-o", "IdentitiesOnly=yes"]
+    if host.known_hosts:
+        argv += ["-o", f"UserKnownHostsFile={host.known_hosts}", "-o", "StrictHostKeyChecking=yes"]
+    return [*argv, f"{host.user}@{host.address}", "--"]
+
+
+def command(host: TestbedHost, cmd: list[str]) -> list[str]:
+    """`cmd` as it runs on the host: in an emulated host's network namespace, else over its SSH session (the
+    words quoted for the remote shell, so each arrives as one argument)."""
+    if host.netns is not None:
+        return in_netns(cmd, host.netns)
+    CONTROL_DIR.mkdir(parents=True, exist_ok=True)
+    return [*ssh(host), shlex.join(cmd)]
+
+
+def close(host: TestbedHost) -> None:
+    """End the host's kept-open SSH session (nothing when none is open, or for an emulated host)."""
+    if host.netns is not None or not control_path(host).exists():
+        return
+    subprocess.run([*ssh(host)[:-2], "-O", "exit", f"{host.user}@{host.address}"], capture_output=True, timeout=30)
+    _tidy()
+
+
+def close_all() -> list[str]:
+    """`protolab clean`: every kept-open session ended (by its control socket alone), their folder removed."""
+    done = []
+    for ctl in sorted(CONTROL_DIR.glob("*.ctl")) if CONTROL_DIR.is_dir() else []:
+        subprocess.run(["ssh", "-o", f"ControlPath={ctl}", "-O", "exit", "x"], capture_output=True, timeout=30)
+        with contextlib.suppress(FileNotFoundError):
+            ctl.unlink()  # a master that was gone already leaves its socket file
+        done.append(f"ended the SSH session to testbed host {ctl.stem}")
+    _tidy()
+    return done
+
+
+def _tidy() -> None:
+    """The sessions' folder, and the hosts' state root above it, removed once empty."""
+    for d in (CONTROL_DIR, CONTROL_DIR.parent):
+        with contextlib.suppress(OSError):
+            d.rmdir()
