@@ -42,8 +42,9 @@ def leftovers() -> list[str]:
     found += _labelled(ctx, remove=False)
     from . import multilab
 
-    if multilab.STATE_ROOT.is_dir():
-        found += [f"lab part state {d}" for d in sorted(multilab.STATE_ROOT.iterdir())]
+    for root in (multilab.STATE_ROOT, multilab.REMOTE_STATE_ROOT):  # the second: this machine as a testbed host
+        if root.is_dir():
+            found += [f"lab part state {d}" for d in sorted(root.iterdir())]
     return sorted(set(found))
 
 
@@ -79,12 +80,14 @@ def _clean(verbose: bool, forced: bool) -> list[str]:
     if len(ledgers) == len(ownership.ledgers()):
         # receive kthreads a killed lab left in its containers' cgroups, back first: then those cgroups can go
         done += [f"moved napi kthread {p} back to the root cgroup" for p in rxcpu.release_orphans()]
-    for ledger in ledgers:
-        done += _sweep(ledger, ctx, failures)
     if not forced or len(ledgers) == len(ownership.ledgers()):
         from . import multilab
 
-        done += multilab.clean_parts()  # keepers of a lab over several (emulated) hosts
+        # keepers of a lab over several hosts, first: a remote one is reached over its host's SSH session while an
+        # emulated host (in a ledger below) still answers
+        done += multilab.clean_parts()
+    for ledger in ledgers:
+        done += _sweep(ledger, ctx, failures)
     if docker_error is None:
         for item in _labelled(ctx, remove=True):
             done.append(f"removed {item}")

@@ -54,12 +54,14 @@ def cmd_deploy(a: argparse.Namespace) -> int:
     need_root("deploy")
     filt = [p for item in a.node_filter for p in item.split(",") if p]
     emulate = emulated_hosts(a, "deploy")
+    if a.over_ssh and not emulate:
+        raise SystemExit("protolab deploy: --over-ssh goes with --emulate-hosts (an inventory names its logins)")
     if a.inventory or emulate:
         from . import multilab
 
         st = multilab.start_supervised({"source": a.source, "params": labctl.parse_params(a.param),
                                         "node_filter": filt, "inventory": a.inventory, "emulate": emulate,
-                                        "cpus": a.host_cpus})  # fmt: skip
+                                        "cpus": a.host_cpus, "ssh": a.over_ssh})  # fmt: skip
         print(multilab.supervised_text(st))
     else:
         st = labctl.deploy(labctl.Request(a.source, labctl.parse_params(a.param), filt, a.backend))
@@ -195,8 +197,10 @@ def cmd_place(a: argparse.Namespace) -> int:
 
 def add_hosts_arguments(p: argparse.ArgumentParser, what: str) -> None:
     """--inventory, --emulate-hosts and --host-cpus: a lab over several testbed hosts (deploy and run)."""
+    reach = ("emulated hosts, or hosts reached over SSH" if what == "lab" else
+             "emulated hosts only so far: a Prometheus on a host reached over SSH is not built yet")  # fmt: skip
     p.add_argument("--inventory", metavar="FILE", help="over the testbed hosts of this Ansible inventory (placement "
-                   "as `protolab place` shows it; so far emulated hosts only)")  # fmt: skip
+                   f"as `protolab place` shows it; {reach})")  # fmt: skip
     p.add_argument("--emulate-hosts", action="append", default=[], metavar="A,B",
                    help="over testbed hosts emulated on this machine (a network namespace, a Docker engine and a "
                    f"Prometheus each, torn down with the {what})")  # fmt: skip
@@ -221,6 +225,9 @@ def add_parsers(sub: Any) -> None:
     p.add_argument("--param", action="append", default=[], metavar="KEY=VALUE", help="a generator's parameter")
     p.add_argument("--backend", choices=["auto", "netem", "fallback"], default="auto", help="impairment backend")
     add_hosts_arguments(p, "lab")
+    p.add_argument("--over-ssh", action="store_true",
+                   help="with --emulate-hosts: each host also runs an sshd and is reached over SSH as a remote host "
+                   "is (its keeper, its engine, its commands), not through its namespace")  # fmt: skip
     p.set_defaults(fn=cmd_deploy)
     _parser(sub, "destroy", "tear the deployed lab down").set_defaults(fn=cmd_destroy)
     p = _parser(sub, "inspect", "the deployed lab: nodes, addresses, links, impairments, last self-check")

@@ -54,11 +54,29 @@ def command(host: TestbedHost, cmd: list[str]) -> list[str]:
     return [*ssh(host), shlex.join(cmd)]
 
 
+def engine(host: TestbedHost) -> str:
+    """The host's Docker engine as this machine reaches it: an emulated host's own socket; a remote host's
+    `unix://` engine through its SSH session (the socket forwarded to one here, OpenSSH's -O forward on the open
+    session); a `tcp://` endpoint as it is."""
+    if host.netns is not None or not host.engine.startswith("unix://"):
+        return host.engine
+    local = CONTROL_DIR / f"{host.name}.docker.sock"
+    if not local.exists():
+        subprocess.run(command(host, ["true"]), check=True, capture_output=True, timeout=60)  # the session, open
+        p = subprocess.run([*ssh(host)[:-2], "-O", "forward", "-L", f"{local}:{host.engine.removeprefix('unix://')}",
+                            f"{host.user}@{host.address}"], capture_output=True, text=True, timeout=30)  # fmt: skip
+        if p.returncode != 0:
+            raise LabError(f"testbed host {host.name}: cannot forward its engine {host.engine}: {p.stderr.strip()}")
+    return f"unix://{local}"
+
+
 def close(host: TestbedHost) -> None:
     """End the host's kept-open SSH session (nothing when none is open, or for an emulated host)."""
     if host.netns is not None or not control_path(host).exists():
         return
     subprocess.run([*ssh(host)[:-2], "-O", "exit", f"{host.user}@{host.address}"], capture_output=True, timeout=30)
+    with contextlib.suppress(FileNotFoundError):
+        (CONTROL_DIR / f"{host.name}.docker.sock").unlink()  # its engine's forward ended with the session
     _tidy()
 
 
@@ -69,6 +87,8 @@ def close_all() -> list[str]:
         subprocess.run(["ssh", "-o", f"ControlPath={ctl}", "-O", "exit", "x"], capture_output=True, timeout=30)
         with contextlib.suppress(FileNotFoundError):
             ctl.unlink()  # a master that was gone already leaves its socket file
+        with contextlib.suppress(FileNotFoundError):
+            (CONTROL_DIR / f"{ctl.stem}.docker.sock").unlink()
         done.append(f"ended the SSH session to testbed host {ctl.stem}")
     _tidy()
     return done

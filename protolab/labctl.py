@@ -667,5 +667,19 @@ def inspect_text(st: dict[str, Any]) -> str:
     return "\n".join(lines)
 
 
+def client_main(argv: list[str]) -> int:
+    """A keeper's client on its own host, for a machine that reaches the host over SSH (multilab.Part): `--state`
+    prints the keeper's state (null: none running), `--client REQUEST_JSON` one request's answer, as JSON."""
+    if argv[0] == "--state":
+        print(json.dumps(load_state()))
+        return 0
+    req = json.loads(argv[1])
+    try:
+        print(json.dumps(request(req.pop("op"), **req)))
+    except LabError as exc:
+        print(json.dumps({"ok": False, "error": str(exc)}))
+    return 0
+
+
 if __name__ == "__main__":
-    sys.exit(keeper_main(sys.argv[1]))
+    sys.exit(client_main(sys.argv[1:]) if sys.argv[1].startswith("--") else keeper_main(sys.argv[1]))

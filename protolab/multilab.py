@@ -2,10 +2,12 @@
 and held by a lab keeper of its own on that host (protolab.labctl's, given the part as JSON), with its own state
 directory (lock, ledger, socket) and Docker engine.
 
-So far the hosts must be emulated ones (protolab.emuhost, inventory variable protolab_netns): the keeper starts
-in the host's network namespace with `nsenter --net`, in a mount namespace of its own where /sys is the
-namespace's (Mininet and the counters read /sys/class/net) and the cgroup hierarchies are bound back under it.
-A remote host would take the same keeper over SSH: not built yet, and said so.
+An emulated host (protolab.emuhost, inventory variable protolab_netns) gets its keeper here, in the host's network
+namespace with `nsenter --net`; any other host gets it over the host's SSH session (protolab.hostlink), started
+and asked there (`python -m protolab.labctl --client/--state` on the host), its engine reached through a socket
+the session forwards. Either way the keeper runs in a mount namespace of its own where /sys is its network
+namespace's (Mininet and the counters read /sys/class/net), the cgroup hierarchies bound back under it. An
+emulated host with an sshd (emuhost.start(ssh=True)) stands for a remote one on this machine.
 
 At deploy, what the run's figures need to know about the hosts is measured: each stitch's underlay round trip and
 its sd (the delay and jitter the tunnel's path adds to the link's own), and each host's clock offset from this
@@ -38,24 +40,72 @@ from .errors import LabError, ProtolabError
 from .impair import Endpoint
 from .model.impairment import Impairment
 from .results.store import write_json
-from .shell import in_netns
 from .topo import Topology, v6_address
 
 STATE_ROOT = Path("/run/protolab-hosts")
 READY_TIMEOUT = 600.0
 UNDERLAY_PINGS = 50  # echoes per stitch at 20 ms: 1 s
 CLOCK_PROBES = 5
+CLOCK_TIMEOUT = 30.0  # seconds for all of a host's clock probes
 # in the keeper's own mount namespace: /sys for its network namespace, the cgroup tree bound back under it
 SYSFS = ('set -e; cg=$(mktemp -d); mount --rbind /sys/fs/cgroup "$cg"; mount -t sysfs sysfs /sys; '
          'mount --move "$cg" /sys/fs/cgroup; rmdir "$cg" 2>/dev/null || true; exec "$@"')  # fmt: skip
 
 
+REMOTE_STATE_ROOT = Path("/run/protolab-keepers")  # on a host reached over SSH: each keeper's state directory
+
+
 @dataclass
 class Part:
+    """A host's part of the lab and its keeper. An emulated host's keeper runs here in the host's namespace, its
+    state directory here (labctl's functions read it under env()); a remote host's keeper runs on the host,
+    started and asked over the host's SSH session (`python -m protolab.labctl --client/--state` there), its state
+    directory there (remote_dir), and only its log (the session's output) here."""
+
     host: placement.TestbedHost
     topology: Topology
     state_dir: Path
     proc: subprocess.Popen[bytes] | None = None
+
+    @property
+    def remote(self) -> bool:
+        return self.host.netns is None
+
+    @property
+    def remote_dir(self) -> Path:
+        return REMOTE_STATE_ROOT / self.host.name
+
+    def request(self, op: str, **args: Any) -> dict[str, Any]:
+        """One request to the part's keeper, its answer (LabError with the keeper's words when it refuses)."""
+        if not self.remote:
+            with self.env():
+                return labctl.request(op, **args)
+        answer = self._on_host("--client", json.dumps({"op": op, **args}))
+        if not isinstance(answer, dict) or not answer.get("ok"):
+            why = answer.get("error") if isinstance(answer, dict) else answer
+            raise LabError(f"{op} on {self.host.name}: {why or 'no answer from the lab keeper'}")
+        return answer
+
+    def load_state(self) -> dict[str, Any] | None:
+        """The keeper's state (None: no keeper running)."""
+        if not self.remote:
+            with self.env():
+                return labctl.load_state()
+        st = self._on_host("--state")
+        return st if isinstance(st, dict) else None
+
+    def _on_host(self, *args: str) -> Any:
+        from . import hostlink
+
+        cmd = ["env", f"PROTOLAB_STATE_DIR={self.remote_dir}", self.host.python or sys.executable, "-m",
+               "protolab.labctl", *args]  # fmt: skip
+        p = subprocess.run(hostlink.command(self.host, cmd), capture_output=True, text=True,
+                           timeout=labctl.REQUEST_TIMEOUT + 30)  # fmt: skip
+        try:
+            return json.loads(p.stdout.strip().splitlines()[-1])
+        except (ValueError, IndexError):
+            raise LabError(f"the lab keeper's client on {self.host.name}: exit {p.returncode}: "
+                           f"{(p.stderr or p.stdout).strip()[-300:]}") from None  # fmt: skip
 
     @contextlib.contextmanager
     def env(self) -> Iterator[None]:
@@ -91,30 +141,36 @@ class MultiLab:
 
     def container(self, node: str) -> Any:
         """A node's container, a handle on its host's engine (docker-py)."""
-        return docker_client(self.host_of(node).host.engine).containers.get(naming.container_name(node))
+        from . import hostlink
+
+        return docker_client(hostlink.engine(self.host_of(node).host)).containers.get(naming.container_name(node))
 
     def state(self) -> dict[str, Any]:
         """Placement, stitches and each host's keeper state (for the manifest and inspect)."""
         out: dict[str, Any] = {"placement": self.placement.to_json(), "underlay": self.underlay,
                                "clocks": self.clocks, "hosts": {}}  # fmt: skip
         for name, part in self.parts.items():
-            with part.env():
-                out["hosts"][name] = labctl.load_state()
+            out["hosts"][name] = part.load_state()
         return out
 
     def destroy(self) -> list[str]:
+        from . import hostlink
+
         failures = []
         for name, part in self.parts.items():
-            with part.env():
-                if labctl.load_state() is None:
+            try:
+                if part.load_state() is None:
                     continue
-                try:  # not labctl.destroy(): the keeper is this process's child, reaped below, not waited for
-                    failures += [f"{name}: {f}" for f in labctl.request("destroy").get("failures") or []]
-                except LabError as exc:
-                    failures.append(f"{name}: {exc}")
+                # not labctl.destroy(): the keeper is this process's child, reaped below, not waited for
+                failures += [f"{name}: {f}" for f in part.request("destroy").get("failures") or []]
+            except LabError as exc:
+                failures.append(f"{name}: {exc}")
             if part.proc is not None:
                 with contextlib.suppress(subprocess.TimeoutExpired):
                     part.proc.wait(timeout=60)
+            if part.remote and not failures:  # the keeper's own state on the host, then the session
+                failures += [f"{name}: {f}" for f in _clean_remote(part.host) if f.startswith("its keeper")]
+                hostlink.close(part.host)
             if not failures:
                 shutil.rmtree(part.state_dir, ignore_errors=True)  # its lock, ledger and log: nothing left held
         with contextlib.suppress(OSError):
@@ -168,27 +224,55 @@ def measure_underlay(lab: MultiLab, inventory: placement.Inventory, count: int =
         lab.underlay.append(rec)
 
 
+# the host's side of the clock probe: its wall clock once per line read (a shell loop kept running, so that a
+# probe's round trip is the channel's, not a command's start: over SSH a new command takes ~0.1 s, a line ~1 ms)
+CLOCK_LOOP = "while read -r _; do date +%s%N; done"
+
+
 def measure_clocks(lab: MultiLab, inventory: placement.Inventory, probes: int = CLOCK_PROBES) -> None:
-    """Each host's clock against this machine's, by a ping-pong: this machine's time t1, the host's wall clock read
-    by a command run there, this machine's time t4; offset = t_host - (t1 + t4) / 2, within +-(t4 - t1) / 2. Of
-    `probes` tries the one with the shortest round trip is kept (NTP's clock filter). One-way delays measured
-    across hosts carry that uncertainty; into lab.clocks."""
+    """Each host's clock against this machine's, by a ping-pong over one command kept open on the host: this
+    machine's time t1, a line sent, the host's wall clock read back, this machine's time t4; offset = t_host -
+    (t1 + t4) / 2, within +-(t4 - t1) / 2. Of `probes` tries the one with the shortest round trip is kept (NTP's
+    clock filter). One-way delays measured across hosts carry that uncertainty; into lab.clocks."""
     lab.clocks = {}
     for name in lab.parts:
-        host = inventory.get(name)
-        best: tuple[float, float] | None = None  # (round trip, offset) in seconds
-        for _ in range(probes):
-            t1 = time.time_ns()
-            p = subprocess.run(host_cmd(host, ["date", "+%s%N"]), capture_output=True, text=True, timeout=30)
-            t4 = time.time_ns()
-            if p.returncode != 0 or not p.stdout.strip().isdigit():
-                continue
-            rtt, offset = (t4 - t1) / 1e9, (int(p.stdout.strip()) - (t1 + t4) / 2) / 1e9
-            if best is None or rtt < best[0]:
-                best = (rtt, offset)
+        best = clock_offset(inventory.get(name), probes)
         lab.clocks[name] = ({"offset_seconds": best[1], "uncertainty_seconds": best[0] / 2, "probes": probes,
-                             "method": "ping-pong over the host's command channel, shortest of the probes"}
+                             "method": "ping-pong over a command kept open on the host, shortest of the probes"}
                             if best else {"error": f"no clock reading from {name} in {probes} tries"})  # fmt: skip
+
+
+def clock_offset(host: placement.TestbedHost, probes: int) -> tuple[float, float] | None:
+    """(round trip, offset) in seconds of the probe with the shortest round trip; None: no reading."""
+    import threading
+
+    best: tuple[float, float] | None = None
+    with subprocess.Popen(host_cmd(host, ["sh", "-c", CLOCK_LOOP]), stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                          stderr=subprocess.DEVNULL, text=True) as p:  # fmt: skip
+        assert p.stdin is not None and p.stdout is not None
+        deadline = threading.Timer(CLOCK_TIMEOUT, p.kill)  # a host that stops answering ends the probe, not us
+        deadline.start()
+        try:
+            for i in range(probes + 1):  # the first answer also waits for the channel to open: not a probe
+                t1 = time.time_ns()
+                p.stdin.write("\n")
+                p.stdin.flush()
+                line = p.stdout.readline().strip()
+                t4 = time.time_ns()
+                if not line.isdigit():
+                    break
+                sample = ((t4 - t1) / 1e9, (int(line) - (t1 + t4) / 2) / 1e9)
+                if i and (best is None or sample[0] < best[0]):
+                    best = sample
+        except (BrokenPipeError, OSError):
+            pass  # killed past the deadline, or the host went away: what was read stands
+        finally:
+            deadline.cancel()
+            with contextlib.suppress(BrokenPipeError, OSError):
+                p.stdin.close()
+            with contextlib.suppress(subprocess.TimeoutExpired):
+                p.wait(timeout=10)
+    return best
 
 
 class _View:
@@ -207,8 +291,7 @@ class _View:
         self.links = self
         self.states: dict[str, dict[str, Any]] = {}
         for name, part in lab.parts.items():
-            with part.env():
-                self.states[name] = labctl.load_state() or {}
+            self.states[name] = part.load_state() or {}
         self.stitched = {frozenset(s.link): s for s in lab.placement.stitches}
 
     def exec(self, node: str, cmd: list[str], timeout: float | None = None) -> tuple[int, str, str]:
@@ -235,8 +318,7 @@ class _View:
 
     def node_shell(self, node: str, script: str) -> str:
         """A root shell command in the node's network namespace, run by the keeper of its host (Lab.node_shell)."""
-        with self.lab.host_of(node).env():
-            return str(labctl.request("sh", node=node, script=script)["output"])
+        return str(self.lab.host_of(node).request("sh", node=node, script=script)["output"])
 
     # -- what a run reads of its lab (Lab's members of the same names), from the keepers' states --------------
     @property
@@ -312,16 +394,14 @@ class _View:
             x = placement.stitch_bridge(st.vni)
             ends = {self.lab.placement.node_host[n]: [n, x] for n in link}
         for host, local in sorted(ends.items()):
-            with self.lab.parts[host].env():
-                labctl.request("links", method="set_cable", link=local, state=state)
+            self.lab.parts[host].request("links", method="set_cable", link=local, state=state)
 
     def restore(self) -> list[str]:
         """Every cable in and every direction as configured, on every host; what could not be, by host."""
         failures = []
         for host, part in sorted(self.lab.parts.items()):
             try:
-                with part.env():
-                    failures += [f"{host}: {f}" for f in labctl.request("links", method="restore")["failures"]]
+                failures += [f"{host}: {f}" for f in part.request("links", method="restore")["failures"]]
             except LabError as exc:
                 failures.append(f"{host}: {exc}")
         self.current = dict(self.configured)
@@ -352,8 +432,10 @@ class _View:
 
     def replace(self, a: str, b: str, imp: Impairment, at: str) -> None:
         host, link = self._local(a, b, at)
-        with self.lab.parts[host].env():  # what is in force; the keeper's configured impairments stay the spec's
-            labctl.request("links", method="replace", link=link, at=at, impairment=imp.model_dump(mode="json"))
+        # what is in force; the keeper's configured impairments stay the spec's
+        self.lab.parts[host].request(
+            "links", method="replace", link=link, at=at, impairment=imp.model_dump(mode="json")
+        )
         self.current[(a, b)] = (imp, at)
 
 
@@ -408,12 +490,16 @@ def check_stitches(lab: MultiLab, topology: Topology, log: Any = print) -> list[
 
 
 def _keeper_cmd(part: Part, req: labctl.Request) -> list[str]:
-    ns = part.host.netns
-    if ns is None:
-        raise LabError(f"testbed host {part.host.name}: deploying on a remote host (over SSH) is not built yet; "
-                       "only emulated hosts (protolab_netns, protolab.emuhost) are")  # fmt: skip
-    return in_netns(["unshare", "--mount", "--propagation", "private", "--", "sh", "-c", SYSFS, "sh", sys.executable,
-                     "-m", "protolab.labctl", json.dumps(req.__dict__)], ns)  # fmt: skip
+    """The keeper of a part: in its own mount namespace where /sys is the host's network namespace's (Mininet and
+    the counters read /sys/class/net); here in an emulated host's namespace, or on a remote host over its SSH
+    session, with its state directory and engine there."""
+    from . import hostlink
+
+    keeper = ["unshare", "--mount", "--propagation", "private", "--", "sh", "-c", SYSFS, "sh",
+              part.host.python or sys.executable, "-m", "protolab.labctl", json.dumps(req.__dict__)]  # fmt: skip
+    if part.remote:
+        keeper = ["env", f"PROTOLAB_STATE_DIR={part.remote_dir}", f"DOCKER_HOST={part.host.engine}", *keeper]
+    return hostlink.command(part.host, keeper)
 
 
 def deploy(topology: Topology, inventory: placement.Inventory, out: Any = sys.stderr, ledger: Any = None) -> MultiLab:
@@ -427,6 +513,10 @@ def deploy(topology: Topology, inventory: placement.Inventory, out: Any = sys.st
         part.state_dir.mkdir(parents=True, exist_ok=True)
         req = labctl.Request(source=f"{topology.kind}@{name}", part=t.to_json())
         env = os.environ | {"PROTOLAB_STATE_DIR": str(part.state_dir), "DOCKER_HOST": part.host.engine}
+        write_json(part.state_dir / "part.json", part.host.model_dump(mode="json"))  # for `clean`: where it runs
+        if part.remote:  # the keeper's state directory on the host
+            subprocess.run(host_cmd(part.host, ["mkdir", "-p", str(part.remote_dir)]), check=True, capture_output=True,
+                           timeout=60)  # fmt: skip
         part.proc = labctl.spawn_logged(_keeper_cmd(part, req), part.state_dir / "lab.log", env)
         if ledger is not None:
             ledger.process(part.proc.pid)
@@ -458,9 +548,6 @@ def clean_parts() -> list[str]:
     done: list[str] = []
     if not STATE_ROOT.is_dir():
         return done
-    done += hostlink.close_all()  # kept-open SSH sessions to testbed hosts
-    if not STATE_ROOT.is_dir():
-        return done
     with contextlib.suppress(OSError, ValueError, KeyError):  # a supervisor of a lab over several hosts
         st = json.loads(supervisor_state().read_text())
         if ownership.alive(st["pid"], st.get("start")):
@@ -470,20 +557,50 @@ def clean_parts() -> list[str]:
         with contextlib.suppress(FileNotFoundError):
             f.unlink()
     for d in sorted(p for p in STATE_ROOT.iterdir() if p.is_dir()):
-        pids: list[int] = []
-        with contextlib.suppress(OSError, ValueError, KeyError):
-            pids.append(int(json.loads((d / "lab.json").read_text())["pid"]))
-        for ledger in (d / "owned").glob("*.jsonl"):
-            pids += ownership.processes_of_run(ledger.stem)
-        for pid in dict.fromkeys(pids):
-            with contextlib.suppress(ProcessLookupError):
-                os.kill(pid, signal.SIGKILL)
-                done.append(f"killed process {pid} of the lab part on {d.name}")
-        shutil.rmtree(d, ignore_errors=True)
-        done.append(f"removed the state of the lab part on {d.name} ({d})")
+        with contextlib.suppress(OSError, ValueError):  # a remote host's keeper: its own state on the host
+            host = placement.TestbedHost.model_validate_json((d / "part.json").read_text())
+            if host.netns is None:
+                done += [f"{host.name}: {line}" for line in _clean_remote(host)]
+        if d != hostlink.CONTROL_DIR:
+            done += clean_part_dir(d)
+    done += hostlink.close_all()  # kept-open SSH sessions to testbed hosts, last (the remote cleanups used them)
     with contextlib.suppress(OSError):
         STATE_ROOT.rmdir()
     return done
+
+
+def clean_part_dir(d: Path) -> list[str]:
+    """A keeper's state directory: the keeper and every process of its lab killed, the directory removed."""
+    import signal
+
+    from . import ownership
+
+    done, pids = [], []
+    with contextlib.suppress(OSError, ValueError, KeyError):
+        pids.append(int(json.loads((d / "lab.json").read_text())["pid"]))
+    for ledger in (d / "owned").glob("*.jsonl"):
+        pids += ownership.processes_of_run(ledger.stem)
+    for pid in dict.fromkeys(pids):
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(pid, signal.SIGKILL)
+            done.append(f"killed process {pid} of the lab part on {d.name}")
+    shutil.rmtree(d, ignore_errors=True)
+    done.append(f"removed the state of the lab part on {d.name} ({d})")
+    return done
+
+
+def _clean_remote(host: placement.TestbedHost) -> list[str]:
+    """clean_part_dir of the keeper's directory on a remote host, run there over its SSH session."""
+    remote = REMOTE_STATE_ROOT / host.name
+    cmd = ["sh", "-c", f"[ -d {remote} ] || exit 0; {host.python or sys.executable} -m protolab.multilab --clean-part "
+           f"{remote}; rmdir {REMOTE_STATE_ROOT} 2>/dev/null; true"]  # fmt: skip
+    try:
+        p = subprocess.run(host_cmd(host, cmd), capture_output=True, text=True, timeout=120)
+    except subprocess.TimeoutExpired:
+        return [f"its keeper's state {remote} not reached within 120 s (left on the host)"]
+    if p.returncode != 0:
+        return [f"its keeper's state {remote} not cleaned: {(p.stderr or p.stdout).strip()[-200:]}"]
+    return [line for line in p.stdout.splitlines() if line]
 
 
 # -- a lab over several hosts from the command line (`protolab deploy ... --inventory FILE | --emulate-hosts a,b`) --
@@ -541,7 +658,7 @@ def supervise(request: dict[str, Any]) -> int:
         inventory_path = Path(request["inventory"]) if request.get("inventory") else None
         emulated = request.get("emulate") or []
         if emulated:
-            hosts = emuhost.start(emulated, ledger)
+            hosts = emuhost.start(emulated, ledger, ssh=bool(request.get("ssh")))
             for ref in sorted(set(p.images.values())):
                 emuhost.load_image(hosts, ref)
             inventory_path = emuhost.write_inventory(hosts, STATE_ROOT / "emulated-inventory.yml",
@@ -719,4 +836,7 @@ def supervised_text(st: dict[str, Any]) -> str:
 
 
 if __name__ == "__main__":
+    if sys.argv[1] == "--clean-part":  # on a remote host, over its SSH session (clean_parts)
+        print("\n".join(clean_part_dir(Path(sys.argv[2]))))
+        sys.exit(0)
     sys.exit(supervise(json.loads(sys.argv[1])))

@@ -68,6 +68,9 @@ class TestbedHost(Strict):
     known_hosts: str | None = Field(
         None, description="protolab_known_hosts: a known_hosts file holding its host key (None: the user's)"
     )
+    python: str | None = Field(
+        None, description="protolab_python: protolab's Python on the host (None: the path of this machine's)"
+    )
 
 
 @dataclass
@@ -100,7 +103,7 @@ def load_inventory(path: Path | str = DEFAULT_INVENTORY) -> Inventory:
     for name, hv in group["hosts"].items():
         v = {**common, **(hv or {})}
         try:
-            keys = ("engine", "cpus", "vxlan_port", "underlay_mtu", "netns", "prometheus_port", "known_hosts")
+            keys = ("engine", "cpus", "vxlan_port", "underlay_mtu", "netns", "prometheus_port", "known_hosts", "python")
             extra = {k: v[f"protolab_{k}"] for k in keys if f"protolab_{k}" in v}
             ansible = {"user": "ansible_user", "ssh_port": "ansible_port", "ssh_key": "ansible_ssh_private_key_file"}
             extra |= {k: v[a] for k, a in ansible.items() if a in v}

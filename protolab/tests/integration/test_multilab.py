@@ -184,3 +184,36 @@ def _node_panels_have_both_hosts(manifest: dict) -> None:
     expr = roles["expr"].replace("$run", manifest["run_id"])
     seen = {s["metric"].get("role") for s in prom.query_range(expr, start, end, step=1) if s.get("values")}
     assert {"host", "router"} <= seen, f"CPU per role: {seen} for {expr}"  # routers r1 and r2, one on each host
+
+
+def test_a_lab_over_two_hosts_reached_over_ssh(no_leftovers):
+    """`protolab deploy triangle --emulate-hosts ... --over-ssh`: each emulated host runs an sshd and is named in the
+    inventory as a remote host is (address, login, key, host key; no namespace), so every keeper is started and
+    asked over the host's SSH session and every node reached through the engine socket that session forwards. h1
+    reaches h3 across the stitch, a sysctl is read in h3 through h3's keeper, the clocks come from a ping-pong over
+    the session, and `destroy` leaves nothing here or on the hosts (their keepers' state directories included)."""
+    import json
+    import subprocess
+    import sys
+
+    def protolab(*args: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run([sys.executable, "-m", "protolab.cli", *args], capture_output=True, text=True,
+                              timeout=600)  # fmt: skip
+
+    up = protolab("deploy", "triangle", "--emulate-hosts", "ssh_a,ssh_b", "--over-ssh")
+    try:
+        assert up.returncode == 0, up.stdout[-3000:] + up.stderr[-3000:]
+        st = json.loads(protolab("inspect", "--format", "json").stdout)
+        assert st["placement"]["nodes"]["h3"] == "ssh_b", st["placement"]
+        for c in st["clocks"].values():  # one kernel's clock, read over the session: within the bound, and tight
+            assert abs(c["offset_seconds"]) <= c["uncertainty_seconds"] < 0.05, c
+        assert all(c["passed"] for c in st["checks"]), st["checks"]
+        t = topofile.load(topofile.find("triangle"))
+        h3 = next(lk.ip2 for lk in t.links if {lk.node1, lk.node2} == {"r2", "h3"}).split("/")[0]
+        ping = protolab("exec", "h1", "--", "ping", "-c", "3", "-i", "0.2", "-W", "2", h3)
+        assert ping.returncode == 0 and " 0% packet loss" in ping.stdout, ping.stdout + ping.stderr
+        assert Path(multilab.REMOTE_STATE_ROOT / "ssh_b" / "lab.json").exists()  # the keeper's own state, "there"
+    finally:
+        down = protolab("destroy")
+    assert down.returncode == 0, down.stdout + down.stderr
+    assert not multilab.REMOTE_STATE_ROOT.exists()

@@ -4,7 +4,9 @@ A shared medium and its members never span hosts; point-to-point links between h
 from __future__ import annotations
 
 import dataclasses
+import json
 import os
+import shlex
 from pathlib import Path
 
 import pytest
@@ -184,10 +186,8 @@ def test_a_topology_survives_json_as_a_keeper_is_given_it(tmp_path, kind):
 
 
 def test_a_keeper_starts_in_its_emulated_host_and_a_remote_one_is_refused(tmp_path):
-    import os
 
     from protolab import labctl, multilab
-    from protolab.errors import LabError
     from protolab.topo import Topology
 
     inv = _inventory(tmp_path, {"emu": {"protolab_netns": "plab-emu-emu", "protolab_underlay": "10.255.98.2",
@@ -198,8 +198,14 @@ def test_a_keeper_starts_in_its_emulated_host_and_a_remote_one_is_refused(tmp_pa
     cmd = multilab._keeper_cmd(part, req)
     assert cmd[:2] == ["nsenter", "--net=/run/netns/plab-emu-emu"] and "unshare" in cmd and "--mount" in cmd
     assert cmd[-3:-1] == ["-m", "protolab.labctl"] and '"part": {"kind": "t"' in cmd[-1]
-    with pytest.raises(LabError, match="remote host .* not built yet"):
-        multilab._keeper_cmd(multilab.Part(inv.get("far"), Topology("t"), tmp_path / "far"), req)
+    # a remote host's keeper: over its SSH session, its state directory and engine on the host
+    far = multilab.Part(inv.get("far"), Topology("t"), tmp_path / "far")
+    cmd = multilab._keeper_cmd(far, req)
+    assert cmd[0] == "ssh" and cmd[-3:-1] == ["root@192.0.2.11", "--"], cmd
+    remote = shlex.split(cmd[-1])
+    assert remote[:3] == ["env", "PROTOLAB_STATE_DIR=/run/protolab-keepers/far",
+                          f"DOCKER_HOST={far.host.engine}"] and "unshare" in remote  # fmt: skip
+    assert remote[-3:-1] == ["-m", "protolab.labctl"] and json.loads(remote[-1])["source"] == "t@emu"
     before = os.environ.get("PROTOLAB_STATE_DIR")
     with part.env():
         assert (
@@ -261,6 +267,19 @@ def test_a_hosts_clock_offset_is_bounded_by_its_round_trip(tmp_path, monkeypatch
     assert lab.clocks["b"] == {"error": "no clock reading from b in 3 tries"}
 
 
+def test_a_host_that_stops_answering_ends_its_clock_probe_at_the_deadline(tmp_path, monkeypatch):
+    import time
+
+    from protolab import multilab
+
+    inv = _inventory(tmp_path, {"a": {"protolab_netns": "x"}})
+    monkeypatch.setattr(multilab, "host_cmd", lambda host, cmd: ["sleep", "60"])  # reads nothing, says nothing
+    monkeypatch.setattr(multilab, "CLOCK_TIMEOUT", 0.5)
+    t0 = time.monotonic()
+    assert multilab.clock_offset(inv.get("a"), probes=3) is None
+    assert time.monotonic() - t0 < 10
+
+
 def test_inspect_text_of_a_lab_over_several_hosts(tmp_path):
     """What `protolab inspect` prints from a supervisor's state: placement, the stitch with its underlay figures,
     the clocks, and a part whose keeper is gone said as such."""
@@ -298,9 +317,9 @@ def test_a_stitched_directions_impairment_is_found_where_split_put_it(tmp_path, 
     states = {h: {"pid": 10 + i, "links": rows[h], "nodes": [{"name": n.name, "pid": 100 + j}
                                                             for j, n in enumerate(lab.parts[h].topology.hosts)]}
               for i, h in enumerate(lab.parts)}  # fmt: skip
-    monkeypatch.setattr(labctl, "load_state", lambda: states[os.environ["PROTOLAB_STATE_DIR"].rsplit("/", 1)[1]])
+    monkeypatch.setattr(multilab.Part, "load_state", lambda self: states[self.state_dir.name])
     asked = []
-    monkeypatch.setattr(labctl, "request", lambda op, **kw: asked.append((os.environ["PROTOLAB_STATE_DIR"], op, kw)))
+    monkeypatch.setattr(multilab.Part, "request", lambda self, op, **kw: asked.append((str(self.state_dir), op, kw)))
     view = multilab._View(lab, t)
     x = placement.stitch_bridge(4200)
     assert view._local("r1", "r2", "sender") == ("lab_a", ["r1", x])
@@ -367,9 +386,9 @@ def test_a_lab_over_hosts_names_interfaces_and_addresses_as_one_host_does(tmp_pa
     assert p.stitches and len(set(p.node_host.values())) == 2  # something crosses
     lab = multilab.MultiLab(p)
     lab.parts = {h: multilab.Part(inv.get(h), part, tmp_path / h) for h, part in placement.split(t, p, inv).items()}
-    monkeypatch.setattr(labctl, "load_state", lambda: {})
+    monkeypatch.setattr(multilab.Part, "load_state", lambda self: {})
     asked = []
-    monkeypatch.setattr(labctl, "request", lambda op, **kw: asked.append((os.environ["PROTOLAB_STATE_DIR"], op, kw))
+    monkeypatch.setattr(multilab.Part, "request", lambda self, op, **kw: asked.append((str(self.state_dir), op, kw))
                         or {"output": "ok"})  # fmt: skip
     view = multilab._View(lab, t)
     one = {row_end["node"]: [] for row in labctl._link_rows(t) for row_end in row["ends"]}
@@ -393,7 +412,7 @@ def test_faults_over_hosts_go_to_the_keepers_that_hold_the_link(tmp_path, monkey
     """A fault schedule's operations on a lab over hosts: a step changes each direction where its impairment is
     applied; a cable pulled on a stitched link is pulled on both hosts (each its node's port on the stitch bridge);
     restore asks every keeper and names the host of what failed."""
-    from protolab import labctl, multilab
+    from protolab import multilab
     from protolab.model.impairment import Impairment
 
     t = topofile.load(topofile.find("triangle"))
@@ -401,15 +420,15 @@ def test_faults_over_hosts_go_to_the_keepers_that_hold_the_link(tmp_path, monkey
     p = place(t, inv)
     lab = multilab.MultiLab(p)
     lab.parts = {h: multilab.Part(inv.get(h), part, tmp_path / h) for h, part in placement.split(t, p, inv).items()}
-    monkeypatch.setattr(labctl, "load_state", lambda: {})
+    monkeypatch.setattr(multilab.Part, "load_state", lambda self: {})
     asked = []
 
-    def request(op, **kw):
-        host = os.environ["PROTOLAB_STATE_DIR"].rsplit("/", 1)[1]
+    def request(self, op, **kw):
+        host = self.state_dir.name
         asked.append((host, op, kw))
         return {"failures": ["r2->r1 back to configured: boom"] if host == "lab_b" else []}
 
-    monkeypatch.setattr(labctl, "request", request)
+    monkeypatch.setattr(multilab.Part, "request", request)
     view = multilab._View(lab, t)
     x = placement.stitch_bridge(4200)
     view.step(("r1", "r2"), "both", Impairment.model_validate({"delay": "10ms"}))
@@ -452,7 +471,7 @@ def test_what_a_run_reads_of_a_lab_over_hosts_comes_from_the_keepers_states(tmp_
             "applied": [{"from": "a", "to": "b"}],
             "nic_filters": {f"{nodes[0]['name']}:{first}": "hash64"},
         }
-    monkeypatch.setattr(labctl, "load_state", lambda: states[os.environ["PROTOLAB_STATE_DIR"].rsplit("/", 1)[1]])
+    monkeypatch.setattr(multilab.Part, "load_state", lambda self: states[self.state_dir.name])
     view = multilab._View(lab, t)
     assert sorted(view.nodes) == ["h1", "h2", "h3", "r1", "r2"]
     assert view.nodes["h3"].pid >= 200 and view.nodes["h3"].mgmt_ip.startswith("172.30.1.")
