@@ -321,6 +321,11 @@ class Keeper:
                 return {"ok": True, "output": self.lab.node_shell(req["node"], str(req["script"]))}
             if op == "check":
                 return self._check(int(req.get("family", 4)))
+            if op == "read":  # what a run reads of the lab here, for a machine that cannot read this host itself
+                what = {"counters": self.lab.interface_counters, "offloads": self.lab.offloads}
+                if req.get("what") not in what:
+                    raise LabError(f"read: {req.get('what')!r} is not one of {', '.join(what)}")
+                return {"ok": True, "value": what[req["what"]]()}
             if op == "destroy":
                 self.done = True
                 return {"ok": True, "failures": self.teardown()}

@@ -328,26 +328,38 @@ class _View:
         from .lab import NodeRuntime
 
         out = {}
-        for st in self.states.values():
+        for h, st in self.states.items():
+            remote = self.lab.parts[h].remote  # a pid there is not a process here: none (no CPU read here)
             for n in st.get("nodes", []):
-                out[n["name"]] = NodeRuntime(n["name"], n.get("role", "host"), n.get("image", ""), pid=n["pid"],
+                out[n["name"]] = NodeRuntime(n["name"], n.get("role", "host"), n.get("image", ""),
+                                             pid=None if remote else n["pid"],  # type: ignore[arg-type]
                                              mgmt_ip=n.get("mgmt_ip", ""),
                                              container=_LazyContainer(self.lab, n["name"]))  # fmt: skip
         return out
 
-    def _ends(self) -> list[tuple[str, Endpoint]]:
-        """Every link end of every part: (node or bridge, its Endpoint), a bridge's on its host's side."""
-        return [x for st in self.states.values() for x in _ends_of(st)]
+    def _ends(self, local: bool = False) -> list[tuple[str, Endpoint]]:
+        """Every link end of every part (with `local`, of the parts on this machine: emulated hosts): (node or
+        bridge, its Endpoint), a bridge's on its host's side."""
+        return [x for h, st in self.states.items() if not (local and self.lab.parts[h].remote) for x in _ends_of(st)]
 
     def interface_counters(self) -> dict[str, dict[str, int]]:
+        """Every link end's counters: an emulated part's read here in its namespaces, a remote part's by its keeper."""
         from .lab import counters_of
 
-        return counters_of(self._ends())
+        return counters_of(self._ends(local=True)) | self._read_remote("counters")
 
     def offloads(self) -> dict[str, dict[str, str]]:
         from .lab import read_offloads
 
-        return {f"{node}:{end.intf}": read_offloads(end) for node, end in self._ends()}
+        local = {f"{node}:{end.intf}": read_offloads(end) for node, end in self._ends(local=True)}
+        return local | self._read_remote("offloads")
+
+    def _read_remote(self, what: str) -> dict[str, Any]:
+        out: dict[str, Any] = {}
+        for part in self.lab.parts.values():
+            if part.remote:
+                out |= part.request("read", what=what)["value"]
+        return out
 
     @property
     def shaped_interfaces(self) -> set[str]:
@@ -365,7 +377,9 @@ class _View:
         """Lab.unshaped over hosts: the data interfaces no shaper is on, by the namespace they are in (a node's pid,
         or the keeper's for its host's bridges)."""
         out: dict[int | None, set[str]] = {}
-        for st in self.states.values():
+        for h, st in self.states.items():
+            if self.lab.parts[h].remote:
+                continue  # read on its host, by a guard there: not built yet
             shaped = set(st.get("shaped_interfaces", []))
             for _node, end in _ends_of(st):
                 if end.intf not in shaped:

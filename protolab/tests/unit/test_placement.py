@@ -453,7 +453,7 @@ def test_what_a_run_reads_of_a_lab_over_hosts_comes_from_the_keepers_states(tmp_
     from protolab import labctl, multilab
 
     t = topofile.load(topofile.find("triangle"))
-    inv = _inventory(tmp_path, TWO)
+    inv = _inventory(tmp_path, {h: {**v, "protolab_netns": f"plab-emu-{h}"} for h, v in TWO.items()})  # emulated
     p = place(t, inv)
     lab = multilab.MultiLab(p)
     lab.parts = {h: multilab.Part(inv.get(h), part, tmp_path / h) for h, part in placement.split(t, p, inv).items()}
@@ -483,3 +483,14 @@ def test_what_a_run_reads_of_a_lab_over_hosts_comes_from_the_keepers_states(tmp_
     assert not (set().union(*unshaped.values()) & view.shaped_interfaces) and len(view.shaped_interfaces) == 2
     assert sum(len(v) for v in unshaped.values()) == len(ends) - 2
     assert [a["host"] for a in view.applied] == ["lab_a", "lab_b"] and len(view.nic_filters) == 2
+    # the same parts on hosts reached over SSH: their pids are not processes here, their interfaces not readable here
+    for part in lab.parts.values():
+        part.host = part.host.model_copy(update={"netns": None})
+    asked = []
+    monkeypatch.setattr(multilab.Part, "request", lambda self, op, **kw: asked.append((self.host.name, op, kw))
+                        or {"value": {f"x-{self.host.name}:eth0": {"rx_packets": 1}}})  # fmt: skip
+    view = multilab._View(lab, t)
+    assert all(n.pid is None for n in view.nodes.values()) and view.unshaped() == {}
+    assert view._ends(local=True) == [] and len(view._ends()) == len(ends)
+    assert view.interface_counters() == {"x-lab_a:eth0": {"rx_packets": 1}, "x-lab_b:eth0": {"rx_packets": 1}}
+    assert asked == [(h, "read", {"what": "counters"}) for h in ("lab_a", "lab_b")]
