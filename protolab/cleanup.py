@@ -14,6 +14,7 @@ process died gets its tidy.csv and an INVALID summary.json from the rows it had 
 from __future__ import annotations
 
 import os
+import shutil
 from pathlib import Path
 
 from . import dockerhost, naming, ownership, rxcpu
@@ -41,8 +42,10 @@ def leftovers() -> list[str]:
         found += [f"process {p} (run {ledger.run_id})" for p in ownership.processes_of_run(ledger.run_id)]
     found += _labelled(ctx, remove=False)
     from . import multilab
+    from .hostmon import REMOTE_ROOT
 
-    for root in (multilab.STATE_ROOT, multilab.REMOTE_STATE_ROOT):  # the second: this machine as a testbed host
+    # the last two: this machine as a testbed host reached over SSH (its keepers' and its Prometheus's state)
+    for root in (multilab.STATE_ROOT, multilab.REMOTE_STATE_ROOT, REMOTE_ROOT):
         if root.is_dir():
             found += [f"lab part state {d}" for d in sorted(root.iterdir())]
     return sorted(set(found))
@@ -86,6 +89,11 @@ def _clean(verbose: bool, forced: bool) -> list[str]:
         # keepers of a lab over several hosts, first: a remote one is reached over its host's SSH session while an
         # emulated host (in a ledger below) still answers
         done += multilab.clean_parts()
+        from .hostmon import REMOTE_ROOT
+
+        if REMOTE_ROOT.is_dir():  # this machine as a host reached over SSH: its Prometheus's targets
+            shutil.rmtree(REMOTE_ROOT, ignore_errors=True)
+            done.append(f"removed {REMOTE_ROOT}")
     for ledger in ledgers:
         done += _sweep(ledger, ctx, failures)
     if docker_error is None:

@@ -67,7 +67,8 @@ def cmd_run(a: argparse.Namespace) -> int:
     live = sys.stderr.isatty() if a.live is None else a.live
     return ExperimentRun(plan, results_root=Path(a.results), keep=a.keep, task_timeout_margin=a.task_timeout_margin,
                          resume=Path(a.resume) if a.resume else None, live=live, emulate_hosts=emulate or None,
-                         inventory=Path(a.inventory) if a.inventory else None, host_cpus=a.host_cpus).run()  # fmt: skip
+                         inventory=Path(a.inventory) if a.inventory else None, host_cpus=a.host_cpus,
+                         over_ssh=a.over_ssh).run()  # fmt: skip
 
 
 def cmd_spims(a: argparse.Namespace) -> int:

@@ -54,8 +54,6 @@ def cmd_deploy(a: argparse.Namespace) -> int:
     need_root("deploy")
     filt = [p for item in a.node_filter for p in item.split(",") if p]
     emulate = emulated_hosts(a, "deploy")
-    if a.over_ssh and not emulate:
-        raise SystemExit("protolab deploy: --over-ssh goes with --emulate-hosts (an inventory names its logins)")
     if a.inventory or emulate:
         from . import multilab
 
@@ -197,15 +195,16 @@ def cmd_place(a: argparse.Namespace) -> int:
 
 def add_hosts_arguments(p: argparse.ArgumentParser, what: str) -> None:
     """--inventory, --emulate-hosts and --host-cpus: a lab over several testbed hosts (deploy and run)."""
-    reach = ("emulated hosts, or hosts reached over SSH" if what == "lab" else
-             "emulated hosts only so far: a Prometheus on a host reached over SSH is not built yet")  # fmt: skip
     p.add_argument("--inventory", metavar="FILE", help="over the testbed hosts of this Ansible inventory (placement "
-                   f"as `protolab place` shows it; {reach})")  # fmt: skip
+                   "as `protolab place` shows it; emulated hosts, or hosts reached over SSH)")  # fmt: skip
     p.add_argument("--emulate-hosts", action="append", default=[], metavar="A,B",
                    help="over testbed hosts emulated on this machine (a network namespace, a Docker engine and a "
                    f"Prometheus each, torn down with the {what})")  # fmt: skip
     p.add_argument("--host-cpus", type=float, default=1.0, metavar="N",
                    help="with --emulate-hosts: the cores each host gives to nodes (placement's balance)")  # fmt: skip
+    p.add_argument("--over-ssh", action="store_true",
+                   help="with --emulate-hosts: each host also runs an sshd and is reached over SSH as a remote host "
+                   "is (its keeper, its engine, its commands), not through its namespace")  # fmt: skip
 
 
 def emulated_hosts(a: argparse.Namespace, command: str) -> list[str]:
@@ -213,6 +212,8 @@ def emulated_hosts(a: argparse.Namespace, command: str) -> list[str]:
     emulate = [h for item in a.emulate_hosts for h in item.split(",") if h]
     if a.inventory and emulate:
         raise SystemExit(f"protolab {command}: --inventory or --emulate-hosts, not both")
+    if a.over_ssh and not emulate:
+        raise SystemExit(f"protolab {command}: --over-ssh goes with --emulate-hosts (an inventory names its logins)")
     return emulate
 
 
@@ -225,9 +226,6 @@ def add_parsers(sub: Any) -> None:
     p.add_argument("--param", action="append", default=[], metavar="KEY=VALUE", help="a generator's parameter")
     p.add_argument("--backend", choices=["auto", "netem", "fallback"], default="auto", help="impairment backend")
     add_hosts_arguments(p, "lab")
-    p.add_argument("--over-ssh", action="store_true",
-                   help="with --emulate-hosts: each host also runs an sshd and is reached over SSH as a remote host "
-                   "is (its keeper, its engine, its commands), not through its namespace")  # fmt: skip
     p.set_defaults(fn=cmd_deploy)
     _parser(sub, "destroy", "tear the deployed lab down").set_defaults(fn=cmd_destroy)
     p = _parser(sub, "inspect", "the deployed lab: nodes, addresses, links, impairments, last self-check")

@@ -22,17 +22,20 @@ Prometheus as on one machine.
 
 from __future__ import annotations
 
+import json
+import subprocess
 import time
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from . import naming, ownership, placement
+from . import hostlink, naming, ownership, placement
 from .errors import LabError, MonitoringError
 from .results.store import write_json
 
 IMAGE = "protolab/monitor:latest"
-HOSTS_DIR = "hosts"  # <state dir>/hosts/<host>/: a host's Prometheus's targets, mounted into it
+HOSTS_DIR = "hosts"  # <state dir>/hosts/<host>/: an emulated host's Prometheus's targets, mounted into it
+REMOTE_ROOT = Path("/run/protolab-hostmon")  # on a host reached over SSH: <root>/<host>/, the same
 FEDERATE_FILE = "hosts.json"  # in <run's targets>/federate/
 FEDERATED_JOB = "protolab-agent"
 
@@ -48,9 +51,43 @@ class HostPrometheus:
         """host:port where the run's Prometheus reaches this one."""
         return f"{self.host.underlay}:{self.host.prometheus_port}"
 
+    @property
+    def remote(self) -> bool:
+        return self.host.netns is None
+
     def write_targets(self, groups: list[dict[str, Any]]) -> None:
-        """This host's nodes as file_sd target groups (written whole, then moved in place)."""
-        write_json(self.targets_dir / "lab.json", groups)
+        """This host's nodes as file_sd target groups (written whole, then moved in place; on a host reached over
+        SSH, through its session)."""
+        if not self.remote:
+            write_json(self.targets_dir / "lab.json", groups)
+            return
+        path = self.targets_dir / "lab.json"
+        p = subprocess.run(hostlink.command(self.host, ["sh", "-c", f"cat > {path}.tmp && mv {path}.tmp {path}"]),
+                           input=json.dumps(groups), capture_output=True, text=True, timeout=60)  # fmt: skip
+        if p.returncode != 0:
+            raise MonitoringError(f"testbed host {self.host.name}: its Prometheus's targets not written: "
+                                  f"{p.stderr.strip()[-200:]}")  # fmt: skip
+
+    def remove(self) -> list[str]:
+        """A remote host's Prometheus and its targets folder (an emulated host's go with its engine and the run's
+        state); what could not be removed."""
+        import docker
+        import docker.errors
+
+        if not self.remote:
+            return []
+        failures = []
+        try:
+            docker.DockerClient(base_url=hostlink.engine(self.host)).containers.get(self.container).remove(force=True)
+        except docker.errors.NotFound:
+            pass
+        except Exception as exc:  # noqa: BLE001 (reported: the run's teardown lists what it left)
+            failures.append(f"{self.host.name}: container {self.container}: {exc}")
+        rm = subprocess.run(hostlink.command(self.host, ["rm", "-rf", str(self.targets_dir)]), capture_output=True,
+                            text=True, timeout=60)  # fmt: skip
+        if rm.returncode != 0:
+            failures.append(f"{self.host.name}: {self.targets_dir}: {rm.stderr.strip()[-200:]}")
+        return failures
 
 
 def start(host: placement.TestbedHost, run_id: str, ledger: ownership.Ledger, state_dir: Path) -> HostPrometheus:
@@ -59,17 +96,19 @@ def start(host: placement.TestbedHost, run_id: str, ledger: ownership.Ledger, st
     import docker
     import docker.errors
 
-    if host.netns is None:
-        raise LabError(f"testbed host {host.name}: a Prometheus on a remote host (its targets file copied over SSH) is "
-                       "not built yet; only emulated hosts (protolab_netns, protolab.emuhost) are")  # fmt: skip
     if not host.underlay:
         raise LabError(f"testbed host {host.name}: no underlay address for its Prometheus to listen on")
-    d = state_dir / HOSTS_DIR / host.name
-    d.mkdir(parents=True, exist_ok=True)
-    write_json(d / "lab.json", [])
     name = f"plab-prometheus-{host.name}"
-    client = docker.DockerClient(base_url=host.engine)
-    ledger.add("container", name=name, engine=host.engine)
+    engine = hostlink.engine(host)  # a remote host's through its SSH session
+    if host.netns is None:  # its targets folder on the host
+        d = REMOTE_ROOT / host.name
+        subprocess.run(hostlink.command(host, ["mkdir", "-p", str(d)]), check=True, capture_output=True, timeout=60)
+    else:
+        d = state_dir / HOSTS_DIR / host.name
+        d.mkdir(parents=True, exist_ok=True)
+    HostPrometheus(host, name, d).write_targets([])
+    client = docker.DockerClient(base_url=engine)
+    ledger.add("container", name=name, engine=engine)
     try:
         client.containers.run(
             IMAGE, name=name, detach=True, network_mode="host",
@@ -110,12 +149,14 @@ def federation_groups(proms: list[HostPrometheus]) -> list[dict[str, Any]]:
     return [{"targets": [p.address], "labels": {"testbed_host": p.host.name}} for p in proms]
 
 
-def forget(state_dir: Path) -> None:
-    """The run's end: nothing federated, and the hosts' targets files gone."""
+def forget(state_dir: Path, proms: list[HostPrometheus] | None = None) -> list[str]:
+    """The run's end: nothing federated, the hosts' targets files gone, and a remote host's Prometheus removed
+    (an emulated host's goes with its engine); what could not be removed."""
     import shutil
 
     write_federation([], state_dir)
     shutil.rmtree(state_dir / HOSTS_DIR, ignore_errors=True)
+    return [f for p in proms or [] for f in p.remove()]
 
 
 def write_federation(proms: list[HostPrometheus], state_dir: Path) -> Path:

@@ -41,6 +41,16 @@ class Hosts:
     proms: dict[str, hostmon.HostPrometheus] = field(default_factory=dict)
     control: str | None = None  # this machine's address on the emulated underlay
 
+    def close(self) -> list[str]:
+        """The run's end: federation cleared, the hosts' Prometheus removed where their engines outlive the run
+        (remote hosts), every SSH session ended; what could not be removed."""
+        from . import hostlink, monitor
+
+        failures = hostmon.forget(monitor.state_dir(), list(self.proms.values()))
+        for h in self.inventory.hosts:
+            hostlink.close(h)
+        return failures
+
     def manifest(self) -> dict[str, Any]:
         return {"inventory": self.inventory.source, "emulated": [h.name for h in self.emulated],
                 "hosts": [h.model_dump(mode="json") for h in self.inventory.hosts], "control_address": self.control,
@@ -51,7 +61,7 @@ class Hosts:
 
 
 def open_hosts(emulate: list[str] | None, inventory: Path | None, images: set[str], run_id: str,
-               ledger: ownership.Ledger, state_dir: Path, record: Path, cpus: float = 1.0,
+               ledger: ownership.Ledger, state_dir: Path, record: Path, cpus: float = 1.0, ssh: bool = False,
                log: Any = print) -> Hosts:  # fmt: skip
     """Start the emulated hosts (or read the inventory), each host's Prometheus, and the federation of them. The
     emulated hosts' inventory is written to `record` (the run's folder keeps it)."""
@@ -59,7 +69,7 @@ def open_hosts(emulate: list[str] | None, inventory: Path | None, images: set[st
     control = None
     if emulate:
         log(f"starting emulated testbed hosts {', '.join(emulate)} (a network namespace and a Docker engine each)")
-        emulated = emuhost.start(emulate, ledger)
+        emulated = emuhost.start(emulate, ledger, ssh=ssh)
         for ref in sorted(images | {hostmon.IMAGE}):
             emuhost.load_image(emulated, ref)
         inventory = emuhost.write_inventory(emulated, record, cpus=cpus)
@@ -67,11 +77,34 @@ def open_hosts(emulate: list[str] | None, inventory: Path | None, images: set[st
     if inventory is None:
         raise LabError("a run over several hosts needs --inventory FILE or --emulate-hosts a,b")
     inv = placement.load_inventory(inventory)
+    if not emulate:
+        copy_images(inv, images | {hostmon.IMAGE}, log)
     proms = {h.name: hostmon.start(h, run_id, ledger, state_dir) for h in inv.hosts}
     hostmon.wait_ready(list(proms.values()))
     hostmon.write_federation(list(proms.values()), state_dir)
     log(f"testbed hosts: {', '.join(f'{n} (Prometheus {p.address})' for n, p in proms.items())}")
     return Hosts(inv, emulated, proms, control)
+
+
+def copy_images(inv: placement.Inventory, images: set[str], log: Any = print) -> None:
+    """Each image a host's engine lacks, copied from this machine's (nothing is pulled): `docker save` here,
+    loaded through the host's engine as this machine reaches it (a remote one's through its SSH session)."""
+    import subprocess
+
+    from . import hostlink
+
+    for h in inv.hosts:
+        engine = hostlink.engine(h)
+        for ref in sorted(images):
+            if subprocess.run(["docker", "-H", engine, "image", "inspect", ref], capture_output=True).returncode == 0:
+                continue
+            log(f"copying image {ref} to {h.name}")
+            save = subprocess.Popen(["docker", "save", ref], stdout=subprocess.PIPE)
+            load = subprocess.run(["docker", "-H", engine, "load", "-q"], stdin=save.stdout, capture_output=True,
+                                  text=True)  # fmt: skip
+            save.wait()
+            if save.returncode != 0 or load.returncode != 0:
+                raise LabError(f"testbed host {h.name}: image {ref} not copied: {load.stderr.strip()[-200:]}")
 
 
 class _ReceiveCpu:
@@ -124,9 +157,12 @@ class HostsLab(multilab._View):
             p.write_targets([])
 
     def service_pids(self) -> list[int]:
-        """Processes that serve the lab outside its containers' cgroups: the keepers (with their reaped
-        children), counted by the guard as the lab's."""
-        return [p.proc.pid for p in (self.mlab.parts.values() if self.mlab else []) if p.proc is not None]
+        """Processes that serve the lab outside its containers' cgroups: the keepers on this machine's kernel
+        (their own pids, as their states give them; with their reaped children), counted by the guard as the
+        lab's."""
+        if self.mlab is None:
+            return []
+        return [int(self.states[h]["pid"]) for h, p in self.mlab.parts.items() if p.local and "pid" in self.states[h]]
 
     def cgroup_pids(self) -> list[int]:
         """One process of each container that serves the lab beside its nodes: the hosts' Prometheus."""

@@ -66,10 +66,16 @@ class Part:
     topology: Topology
     state_dir: Path
     proc: subprocess.Popen[bytes] | None = None
+    same_kernel: bool = False  # a remote host whose boot_id is this machine's (emulated with an sshd): one kernel
 
     @property
     def remote(self) -> bool:
         return self.host.netns is None
+
+    @property
+    def local(self) -> bool:
+        """Its processes and namespaces are this machine's: an emulated host, or one that shares this kernel."""
+        return not self.remote or self.same_kernel
 
     @property
     def remote_dir(self) -> Path:
@@ -148,7 +154,10 @@ class MultiLab:
     def state(self) -> dict[str, Any]:
         """Placement, stitches and each host's keeper state (for the manifest and inspect)."""
         out: dict[str, Any] = {"placement": self.placement.to_json(), "underlay": self.underlay,
-                               "clocks": self.clocks, "hosts": {}}  # fmt: skip
+                               "clocks": self.clocks, "hosts": {},
+                               "reached": {n: ("here, in its namespace" if not p.remote else "over SSH"
+                                               + (", the same kernel as this machine's" if p.same_kernel else ""))
+                                           for n, p in self.parts.items()}}  # fmt: skip
         for name, part in self.parts.items():
             out["hosts"][name] = part.load_state()
         return out
@@ -222,6 +231,20 @@ def measure_underlay(lab: MultiLab, inventory: placement.Inventory, count: int =
                     "rtt_max_seconds": max(rtts),
                     "rtt_sd_seconds": statistics.stdev(rtts) if len(rtts) > 1 else 0.0}  # fmt: skip
         lab.underlay.append(rec)
+
+
+BOOT_ID = Path("/proc/sys/kernel/random/boot_id")
+
+
+def measure_kernels(lab: MultiLab) -> None:
+    """Which remote hosts run on this very kernel (the same boot_id): their pids, namespaces and cgroups are this
+    machine's, so what a run reads of processes here holds for them too (the guard counts their nodes as the lab's
+    and not as foreign load). An emulated host reached over SSH is one; a real remote host never is."""
+    here = BOOT_ID.read_text().strip()
+    for part in lab.parts.values():
+        if part.remote:
+            p = subprocess.run(host_cmd(part.host, ["cat", str(BOOT_ID)]), capture_output=True, text=True, timeout=60)
+            part.same_kernel = p.returncode == 0 and p.stdout.strip() == here
 
 
 # the host's side of the clock probe: its wall clock once per line read (a shell loop kept running, so that a
@@ -329,7 +352,7 @@ class _View:
 
         out = {}
         for h, st in self.states.items():
-            remote = self.lab.parts[h].remote  # a pid there is not a process here: none (no CPU read here)
+            remote = not self.lab.parts[h].local  # a pid there is not a process here: none (no CPU read here)
             for n in st.get("nodes", []):
                 out[n["name"]] = NodeRuntime(n["name"], n.get("role", "host"), n.get("image", ""),
                                              pid=None if remote else n["pid"],  # type: ignore[arg-type]
@@ -340,7 +363,7 @@ class _View:
     def _ends(self, local: bool = False) -> list[tuple[str, Endpoint]]:
         """Every link end of every part (with `local`, of the parts on this machine: emulated hosts): (node or
         bridge, its Endpoint), a bridge's on its host's side."""
-        return [x for h, st in self.states.items() if not (local and self.lab.parts[h].remote) for x in _ends_of(st)]
+        return [x for h, st in self.states.items() if not (local and not self.lab.parts[h].local) for x in _ends_of(st)]
 
     def interface_counters(self) -> dict[str, dict[str, int]]:
         """Every link end's counters: an emulated part's read here in its namespaces, a remote part's by its keeper."""
@@ -357,7 +380,7 @@ class _View:
     def _read_remote(self, what: str) -> dict[str, Any]:
         out: dict[str, Any] = {}
         for part in self.lab.parts.values():
-            if part.remote:
+            if not part.local:
                 out |= part.request("read", what=what)["value"]
         return out
 
@@ -378,7 +401,7 @@ class _View:
         or the keeper's for its host's bridges)."""
         out: dict[int | None, set[str]] = {}
         for h, st in self.states.items():
-            if self.lab.parts[h].remote:
+            if not self.lab.parts[h].local:
                 continue  # read on its host, by a guard there: not built yet
             shaped = set(st.get("shaped_interfaces", []))
             for _node, end in _ends_of(st):
@@ -543,6 +566,7 @@ def deploy(topology: Topology, inventory: placement.Inventory, out: Any = sys.st
         if e.returncode is None:
             raise LabError(f"deploy over several hosts: {e}") from None
         raise LabError(f"deploy on {e.name} failed (exit {e.returncode}):\n" + "\n".join(e.lines)) from None
+    measure_kernels(lab)
     measure_clocks(lab, inventory)
     measure_underlay(lab, inventory)
     for u in lab.underlay:

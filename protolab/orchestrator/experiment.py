@@ -88,11 +88,12 @@ class ExperimentRun:
                  task_timeout_margin: float = TASK_TIMEOUT_MARGIN_SECONDS,
                  resume: Path | None = None, references: Path | None = None, live: bool = False,
                  emulate_hosts: list[str] | None = None, inventory: Path | None = None,
-                 host_cpus: float = 1.0) -> None:  # fmt: skip
+                 host_cpus: float = 1.0, over_ssh: bool = False) -> None:  # fmt: skip
         self.plan, self.keep, self.resume = plan, keep, resume
         # over several testbed hosts (protolab.hostrun): emulated here, or those of an inventory; None: this machine
         self.over_hosts = (emulate_hosts, inventory) if emulate_hosts or inventory else None
         self.host_cpus = host_cpus  # with emulate_hosts: what each gives to nodes (placement's balance)
+        self.over_ssh = over_ssh  # with emulate_hosts: each reached over SSH as a remote host is
         self.hosts: hostrun.Hosts | None = None
         self.report_changed: list[str] = []  # --resume: REPORT_KEYS whose spec changed since the run began
         self.live = live  # --live: a LiveView on stderr while Prometheus is up
@@ -344,7 +345,7 @@ class ExperimentRun:
         emulate, inventory = self.over_hosts
         self.hosts = hostrun.open_hosts(emulate, inventory, self.image_refs, self.rundir.run_id, self.ledger,
                                         monitor.state_dir(), self.rundir.path / "testbed-inventory.yml",
-                                        cpus=self.host_cpus,
+                                        cpus=self.host_cpus, ssh=self.over_ssh,
                                         log=lambda line: print(line, flush=True))  # fmt: skip
         self.manifest["testbed"] = self.hosts.manifest()
         self.rundir.write_json("manifest.json", self.manifest)
@@ -492,6 +493,12 @@ class ExperimentRun:
         if self.keep and error is None:
             print("--keep: the lab and monitoring stay up; `make clean` removes them", flush=True)
         else:
+            if self.hosts is not None:  # the lab's parts, then the hosts' Prometheus and sessions, while they answer
+                if lab is not None:
+                    lab.teardown()
+                    self.teardown_failures += lab.teardown_failures
+                    lab = None
+                self.teardown_failures += session.best_effort(self.hosts.close, [])
             self.teardown_failures += session.teardown(lab, self.ledger)
         for f in self.teardown_failures:
             self.invalid.append(f"teardown: {f}")
@@ -504,8 +511,6 @@ class ExperimentRun:
         m["deployments"] = self.deployments
         if self.hosts is not None:
             m["testbed"]["cross_host_tasks"] = self.cross_host
-            if not (self.keep and error is None):  # --keep: the hosts' Prometheus stay federated with the lab
-                session.best_effort(lambda: hostmon.forget(monitor.state_dir()), None)
         m["preflight_actions"] = self.actions
         m["host_state"]["after"] = session.best_effort(ownership.hoststate.snapshot, {})
         m["signals"] = signals.received

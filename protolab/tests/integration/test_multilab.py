@@ -122,18 +122,21 @@ def test_a_lab_over_two_emulated_hosts_from_the_command_line(no_leftovers):
     assert not multilab.supervisor_state().exists()
 
 
-def test_a_run_over_two_emulated_hosts(tmp_path: Path, no_leftovers):
+@pytest.mark.parametrize("over_ssh", [False, True], ids=["namespaces", "over-ssh"])
+def test_a_run_over_two_emulated_hosts(tmp_path: Path, no_leftovers, over_ssh: bool):
     """`protolab run multihost --emulate-hosts ...`: the runner drives a lab over two hosts as it drives one. The
     triangle's WAN link is stitched between them and self-checked; h1 sends to h3 across it while h2 pings h3;
     h3's wire rate and CPU reach the run's Prometheus from the other host's Prometheus (federation). The experiment's
     checks pass, the manifest has the placement, the stitch's underlay, the clocks and the tasks whose ends are on
-    two hosts, and nothing is left on the machine (the fixture)."""
+    two hosts, and nothing is left on the machine (the fixture). Over SSH (`--over-ssh`) the hosts are reached as
+    remote ones are: keepers, engines and each host's Prometheus through the host's SSH session."""
     import json
 
     from .conftest import run_spec
 
     spec = Path(__file__).resolve().parents[3] / "experiments" / "multihost.yaml"
     args = ("--emulate-hosts", "run_a,run_b", "--host-cpus", "4", "--keep")  # kept: the dashboards are read below
+    args += ("--over-ssh",) if over_ssh else ()
     try:
         run, summary = run_spec(spec, tmp_path, timeout=900, args=args)
         m = json.loads((run / "manifest.json").read_text())

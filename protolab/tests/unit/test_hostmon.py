@@ -76,14 +76,20 @@ def test_a_one_way_delay_between_two_hosts_carries_both_clocks_uncertainty():
     assert lab.clock_note("h3", "h1") == {"hosts": ["b", "a"], "uncertainty_seconds": None}
 
 
-def test_a_remote_host_is_refused_by_name():
-    import pytest
+def test_a_remote_hosts_targets_go_over_its_session(monkeypatch):
+    import shlex
+    import subprocess
 
-    from protolab.errors import LabError
-
-    remote = placement.TestbedHost(name="lab-b", underlay="192.0.2.11")
-    with pytest.raises(LabError, match="lab-b: a Prometheus on a remote host .* not built yet"):
-        hostmon.start(remote, "run-1", None, Path("/nonexistent"))  # type: ignore[arg-type]
+    far = placement.TestbedHost(name="far", address="192.0.2.11", underlay="192.0.2.11")
+    p = hostmon.HostPrometheus(far, "plab-prometheus-far", hostmon.REMOTE_ROOT / "far")
+    assert p.remote and p.address == "192.0.2.11:9190"
+    calls = []
+    monkeypatch.setattr(subprocess, "run", lambda argv, **kw: calls.append((argv, kw)) or SimpleNamespace(returncode=0))
+    p.write_targets([{"targets": ["172.20.0.3:9100"], "labels": {"node": "h3"}}])
+    ((argv, kw),) = calls
+    path = hostmon.REMOTE_ROOT / "far" / "lab.json"
+    assert argv[0] == "ssh" and shlex.split(argv[-1]) == ["sh", "-c", f"cat > {path}.tmp && mv {path}.tmp {path}"]
+    assert json.loads(kw["input"])[0]["labels"] == {"node": "h3"}
 
 
 def test_the_report_shows_the_hosts_the_placement_and_the_cross_host_delays():
