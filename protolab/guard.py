@@ -12,6 +12,7 @@ import json
 import os
 import time
 from dataclasses import dataclass, field
+from typing import Any
 
 import psutil
 
@@ -99,6 +100,23 @@ def snapshot(unshaped: dict[int | None, set[str]] | None = None, lab_pids: list[
     parts = {f"cgroup:{p}": cgroup_cpu_seconds(p) or 0.0 for p in lab_pids or []} | infrastructure_cpu()
     parts |= process_cpu(procs or [])
     return Snapshot(psutil.cpu_times()._asdict(), d, s, drops, sum(parts.values()), time.monotonic(), parts)
+
+
+def assess_hosts(before: dict[str, dict[str, Any]], after: dict[str, dict[str, Any]]
+                 ) -> tuple[dict[str, dict[str, float]], list[str]]:  # fmt: skip
+    """assess() of each testbed host's own snapshots (as their keepers took them); the reasons name the host."""
+    figures, reasons = {}, []
+    for host in sorted(set(before) & set(after)):
+        f, r = assess(from_json(before[host]), from_json(after[host]))
+        figures[host] = f
+        reasons += [f"on {host}: {x}" for x in r]
+    reasons += [f"on {h}: no guard reading after the measurement" for h in sorted(set(before) - set(after))]
+    return figures, reasons
+
+
+def from_json(d: dict[str, Any]) -> Snapshot:
+    """A Snapshot sent as JSON (dataclasses.asdict)."""
+    return Snapshot(**{k: v for k, v in d.items() if k in Snapshot.__dataclass_fields__})
 
 
 def assess(before: Snapshot, after: Snapshot) -> tuple[dict[str, float], list[str]]:

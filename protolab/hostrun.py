@@ -175,6 +175,13 @@ class HostsLab(multilab._View):
                 continue
         return out
 
+    def host_guards(self) -> dict[str, dict[str, Any]]:
+        """The self-saturation snapshot of each host with a kernel of its own, taken there by its keeper (the
+        guard here covers this machine's kernel and the hosts that share it)."""
+        if self.mlab is None:
+            return {}
+        return {h: p.request("read", what="guard")["value"] for h, p in self.mlab.parts.items() if not p.local}
+
     def clock_note(self, sender: str, receiver: str) -> dict[str, Any] | None:
         """For a one-way delay from sender to receiver on two hosts: the hosts and the sum of their clock
         offsets' uncertainties (None when both are on one host)."""

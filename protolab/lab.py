@@ -683,6 +683,9 @@ class Lab:
     def clock_note(self, _sender: str, _receiver: str) -> dict[str, Any] | None:
         return None
 
+    def host_guards(self) -> dict[str, dict[str, Any]]:
+        return {}
+
     def targets(self, extra_ports: dict[str, list[int]] | None = None) -> list[dict[str, Any]]:
         """Prometheus file_sd targets for this lab's agents, plus `extra_ports` per node (workload processes
         with their own /metrics, e.g. a DIS host while its task runs; node "*": every node), with the node's

@@ -322,7 +322,7 @@ class Keeper:
             if op == "check":
                 return self._check(int(req.get("family", 4)))
             if op == "read":  # what a run reads of the lab here, for a machine that cannot read this host itself
-                what = {"counters": self.lab.interface_counters, "offloads": self.lab.offloads}
+                what = {"counters": self.lab.interface_counters, "offloads": self.lab.offloads, "guard": self._guard}
                 if req.get("what") not in what:
                     raise LabError(f"read: {req.get('what')!r} is not one of {', '.join(what)}")
                 return {"ok": True, "value": what[req["what"]]()}
@@ -332,6 +332,14 @@ class Keeper:
             return {"ok": False, "error": f"unknown request {op!r}"}
         except (ProtolabError, ValueError, KeyError) as exc:
             return {"ok": False, "error": str(exc).strip("'\"")}
+
+    def _guard(self) -> dict[str, Any]:
+        """This host's self-saturation snapshot (protolab.guard): its CPU, softnet and unconfigured queues' drops,
+        its nodes and this keeper counted as the lab's."""
+        from . import guard
+
+        snap = guard.snapshot(self.lab.unshaped(), [n.pid for n in self.lab.nodes.values()], [os.getpid()])
+        return dataclasses.asdict(snap)
 
     def _impair(self, req: dict[str, Any]) -> dict[str, Any]:
         lab = self.lab

@@ -419,6 +419,7 @@ class ExperimentRun:
         lab_pids = [n.pid for n in lab.nodes.values()] + self.monitor_pids + lab.cgroup_pids()
         procs = lab.service_pids()
         before = guard.snapshot(unshaped, lab_pids, procs)
+        hosts_before = lab.host_guards()  # testbed hosts with kernels of their own: their keepers' snapshots
         windows: list[collect.Window] = []
         for phase in ex.phases:
             where = f"{point.id} rep {rep} phase {phase.name}"
@@ -430,6 +431,10 @@ class ExperimentRun:
         after = guard.snapshot(unshaped, lab_pids, procs)
         figures, reasons = guard.assess(before, after)
         self.guard[f"{point.id}/{rep}"] = {"figures": figures, "reasons": reasons}
+        if hosts_before:  # any host's saturation invalidates the measurement too
+            host_figures, host_reasons = guard.assess_hosts(hosts_before, lab.host_guards())
+            reasons = reasons + host_reasons
+            self.guard[f"{point.id}/{rep}"] |= {"hosts": host_figures, "reasons": reasons}
         if reasons:
             self.invalid.append(f"{point.id} rep {rep} ({point.label()}): " + "; ".join(reasons))
         time.sleep(SCRAPE_SETTLE_SECONDS)

@@ -63,3 +63,19 @@ def test_a_serving_process_counts_as_the_labs_cpu_with_its_reaped_children():
     (key,) = after
     assert key.startswith(f"proc:{os.getpid()}@") and after[key] > before[key]
     assert guard.process_cpu([2**22 + 7]) == {}  # no such process: nothing to count
+
+
+def test_each_host_with_a_kernel_of_its_own_is_assessed_from_its_keepers_snapshots():
+    import dataclasses
+
+    quiet = (_snap(100, 10, lab=0, at=0), _snap(190, 20, lab=10, at=10))  # its lab used what was busy
+    busy = (_snap(0, 0, lab=0, at=0), _snap(0.5, 20, lab=2, at=10))  # 98 % busy, 1.8 cores outside its lab
+    before = {"far": dataclasses.asdict(quiet[0]), "near": dataclasses.asdict(busy[0]), "gone": {}}
+    after = {"far": dataclasses.asdict(quiet[1]), "near": dataclasses.asdict(busy[1])}
+    figures, reasons = guard.assess_hosts(before, after)
+    assert set(figures) == {"far", "near"} and figures["far"]["host_cpu_busy_ratio"] < 0.2
+    assert any(r.startswith("on near: host CPU 98% busy") for r in reasons), reasons
+    assert any(r.startswith("on near: processes outside the lab used 1.80 cores") for r in reasons), reasons
+    assert "on gone: no guard reading after the measurement" in reasons
+    assert not any(r.startswith("on far") for r in reasons)
+    assert guard.from_json(dataclasses.asdict(quiet[1]) | {"extra": 1}) == quiet[1]
