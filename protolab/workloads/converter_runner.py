@@ -366,6 +366,11 @@ class ConverterRunner(WorkloadRunner[ConverterTask]):
 
     def prepare(self) -> None:
         assert self.roles is not None
+        far = sorted(n for n in self.roles.all() if self.lab.nodes[n].pid is None)
+        if far:
+            raise WorkloadError(f"converter task {self.task.name}: {', '.join(far)} on a testbed host with a kernel of "
+                                "its own, whose CPU is read by pid and metrics by management address from this "
+                                "machine: not built for such a host")  # fmt: skip
         self.cmds = commands(self.task, self.topology, self.roles)
         servers = [*([self.roles.c2] if self.roles.c2 else []), *self.roles.c1s]
         for node in servers:

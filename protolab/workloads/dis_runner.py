@@ -72,6 +72,10 @@ class DisRunner(WorkloadRunner[DisTask]):
 
     def prepare(self) -> None:
         t = self.task
+        if self.lab.nodes[t.receiver].pid is None:
+            raise WorkloadError(f"dis task {t.name}: its receiver {t.receiver} is on a testbed host with a kernel of "
+                                "its own, and its receive steering and CPU are read by its pid on this machine: not "
+                                "built for such a host")  # fmt: skip
         if t.joined > 20 and not self.loopback:
             pid = self.lab.nodes[t.receiver].pid
             sh(["nsenter", "-t", str(pid), "-n", "sysctl", "-qw", f"net.ipv4.igmp_max_memberships={t.joined + 16}"],
