@@ -50,8 +50,9 @@ def command(host: TestbedHost, cmd: list[str]) -> list[str]:
     words quoted for the remote shell, so each arrives as one argument)."""
     if host.netns is not None:
         return in_netns(cmd, host.netns)
+    argv = ssh(host)  # refused before anything is made, for a host with no address
     CONTROL_DIR.mkdir(parents=True, exist_ok=True)
-    return [*ssh(host), shlex.join(cmd)]
+    return [*argv, shlex.join(cmd)]
 
 
 def engine(host: TestbedHost) -> str:

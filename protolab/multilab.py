@@ -710,7 +710,8 @@ def supervise(request: dict[str, Any]) -> int:
                  "inventory": inv.source, "emulated": emulated,
                  "deployed_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
                  "deploy_seconds": round(time.monotonic() - t0, 1),
-                 "parts": {n: {"engine": x.host.engine, "state_dir": str(x.state_dir)} for n, x in lab.parts.items()},
+                 "parts": {n: {"engine": x.host.engine, "state_dir": str(x.state_dir),
+                               "host": x.host.model_dump(mode="json")} for n, x in lab.parts.items()},
                  "checks": checks, **{k: v for k, v in lab.state().items() if k != "hosts"}}  # fmt: skip
         write_json(supervisor_state(), state)
         print("READY", flush=True)
@@ -816,9 +817,13 @@ def attach(st: dict[str, Any]) -> MultiLab:
     lab = MultiLab(placement.Placement.from_json(st["placement"]), underlay=list(st.get("underlay") or []),
                    clocks=dict(st.get("clocks") or {}))  # fmt: skip
     for host, part in st["parts"].items():
-        lab.parts[host] = Part(placement.TestbedHost(name=host, engine=part["engine"]), Topology(host),
-                               Path(part["state_dir"]))  # fmt: skip
+        lab.parts[host] = _part_of(host, part)
     return lab
+
+
+def _part_of(host: str, part: dict[str, Any]) -> Part:
+    """A part as a supervisor's state records it: its host as the inventory had it, and its state directory."""
+    return Part(placement.TestbedHost.model_validate(part["host"]), Topology(host), Path(part["state_dir"]))
 
 
 def recheck(st: dict[str, Any], log: Any = print) -> list[dict[str, Any]]:
@@ -839,7 +844,9 @@ def supervised_exec(st: dict[str, Any], node: str, cmd: list[str], tty: bool = F
     if host is None:
         raise LabError(f"{node}: not a node of the deployed lab {st['name']} (its nodes: "
                        f"{', '.join(st['placement']['nodes'])})")  # fmt: skip
-    engine = st["parts"][host]["engine"]
+    from . import hostlink
+
+    engine = hostlink.engine(_part_of(host, st["parts"][host]).host)  # a remote host's through its session
     return subprocess.call(["docker", "-H", engine, "exec", *(["-it"] if tty else []), naming.container_name(node),
                             *cmd])  # fmt: skip
 
@@ -866,9 +873,7 @@ def supervised_text(st: dict[str, Any]) -> str:
                 if "offset_seconds" in c else c.get("error", "?"))  # fmt: skip
         lines.append(f"  clock of {host}: {what}")
     for host, part in st["parts"].items():
-        with Part(placement.TestbedHost(name=host, engine=part["engine"]), Topology(host),
-                  Path(part["state_dir"])).env():  # fmt: skip
-            sub = labctl.load_state()
+        sub = _part_of(host, part).load_state()
         lines += ["", f"== {host} ==", labctl.inspect_text(sub) if sub else "(its keeper is not running)"]
     return "\n".join(lines)
 

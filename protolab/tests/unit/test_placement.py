@@ -287,8 +287,8 @@ def test_inspect_text_of_a_lab_over_several_hosts(tmp_path):
 
     st = {"name": "triangle", "run": "multilab-x", "inventory": "inv.yml", "emulated": ["a", "b"], "pid": 1,
           "deployed_at": "2026-11-26T04:00:00Z", "deploy_seconds": 20.5,
-          "parts": {"a": {"engine": "unix:///a.sock", "state_dir": str(tmp_path / "a")},
-                    "b": {"engine": "unix:///b.sock", "state_dir": str(tmp_path / "b")}},
+          "parts": {h: {"engine": f"unix:///{h}.sock", "state_dir": str(tmp_path / h),
+                        "host": {"name": h, "engine": f"unix:///{h}.sock", "netns": f"plab-emu-{h}"}} for h in "ab"},
           "placement": {"nodes": {"h1": "a", "r1": "a", "r2": "b", "h3": "b"},
                         "stitches": [{"link": ["r1", "r2"], "hosts": ["a", "b"], "vni": 4200, "mtu": 1450}]},
           "underlay": [{"link": ["r1", "r2"], "rtt_mean_seconds": 61e-6, "rtt_sd_seconds": 9e-6}],
