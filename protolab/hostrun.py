@@ -11,10 +11,10 @@ states. What a run adds to a deploy:
   Prometheus on each host (protolab.hostmon), federated by the run's.
 - targets(): each host's Prometheus scrapes its own part's nodes; the run's Prometheus reads them through
   federation, so measurements, recording rules and dashboards query one Prometheus as on one host.
-- the self-saturation guard: the emulated hosts share this machine's kernel and cores, so the one guard here is
-  every host's, and it counts every part's nodes, the keepers, the hosts' engines and their Prometheus as the
-  lab's CPU, not as foreign load. (A remote host's own guard would run with its keeper: not built, as remote
-  keepers are not.)
+- the self-saturation guard: hosts on this machine's kernel (emulated ones, reached through their namespaces or
+  over SSH) share its cores, so the one guard here is theirs, and it counts every such part's nodes, keepers,
+  engines and Prometheus as the lab's CPU, not as foreign load; a host with a kernel of its own is guarded there,
+  by its keeper (host_guards()).
 - timings: placement, the stitches' underlay round trips and the hosts' clock offsets (multilab.deploy), for the
   manifest; a one-way delay between two hosts carries the sum of their clock uncertainties (clock_note()).
 """
@@ -56,9 +56,6 @@ class Hosts:
                 "hosts": [h.model_dump(mode="json") for h in self.inventory.hosts], "control_address": self.control,
                 "prometheus": {n: p.address for n, p in self.proms.items()}}  # fmt: skip
 
-    def engine_pids(self) -> list[int]:
-        return [h.pid for h in self.emulated if h.pid is not None]
-
 
 def open_hosts(emulate: list[str] | None, inventory: Path | None, images: set[str], run_id: str,
                ledger: ownership.Ledger, state_dir: Path, record: Path, cpus: float = 1.0, ssh: bool = False,
@@ -68,7 +65,8 @@ def open_hosts(emulate: list[str] | None, inventory: Path | None, images: set[st
     emulated: list[emuhost.EmulatedHost] = []
     control = None
     if emulate:
-        log(f"starting emulated testbed hosts {', '.join(emulate)} (a network namespace and a Docker engine each)")
+        how = ", reached over SSH" if ssh else ""
+        log(f"starting emulated testbed hosts {', '.join(emulate)} (a network namespace and a Docker engine each{how})")
         emulated = emuhost.start(emulate, ledger, ssh=ssh)
         for ref in sorted(images | {hostmon.IMAGE}):
             emuhost.load_image(emulated, ref)
@@ -165,11 +163,16 @@ class HostsLab(multilab._View):
         return [int(self.states[h]["pid"]) for h, p in self.mlab.parts.items() if p.local and "pid" in self.states[h]]
 
     def cgroup_pids(self) -> list[int]:
-        """One process of each container that serves the lab beside its nodes: the hosts' Prometheus."""
+        """One process of each container that serves the lab beside its nodes, on this machine's kernel: the
+        hosts' Prometheus."""
+        from . import hostlink
+
         out = []
-        for name, prom in self.hosts.proms.items():
+        for name, part in self.mlab.parts.items() if self.mlab else []:
+            if not part.local or name not in self.hosts.proms:
+                continue
             try:
-                c = multilab.docker_client(self.hosts.inventory.get(name).engine).containers.get(prom.container)
+                c = multilab.docker_client(hostlink.engine(part.host)).containers.get(self.hosts.proms[name].container)
                 out.append(int(c.attrs["State"]["Pid"]))
             except Exception:  # noqa: BLE001 (a missing one is not the lab's CPU: nothing to count)
                 continue
