@@ -94,6 +94,7 @@ def start(names: list[str], ledger: ownership.Ledger, ssh: bool = False) -> list
     return hosts
 
 
+SSHD = "/usr/sbin/sshd"
 SSHD_CONFIG = """ListenAddress {address}
 HostKey {dir}/host_key
 AuthorizedKeysFile {dir}/authorized_keys
@@ -110,6 +111,9 @@ SetEnv DOCKER_HOST={engine}
 def _start_sshd(h: EmulatedHost, ledger: ownership.Ledger) -> None:
     """An sshd in the host's namespace on its underlay address, with a host key and a client key of its own (in
     the host's state folder, removed with its engine); a session's DOCKER_HOST is the host's engine."""
+    if not Path(SSHD).exists():
+        raise LabError(f"emulated host {h.name} reached over SSH needs {SSHD} (package openssh-server; `make setup` "
+                       "installs it)")  # fmt: skip
     d = h.sock.parent / "ssh"
     d.mkdir(parents=True, exist_ok=True)
     for key in ("host_key", "id"):
@@ -120,7 +124,7 @@ def _start_sshd(h: EmulatedHost, ledger: ownership.Ledger) -> None:
     (d / "sshd_config").write_text(SSHD_CONFIG.format(address=h.underlay, dir=d, engine=h.engine))
     Path("/run/sshd").mkdir(exist_ok=True)  # sshd's privilege separation folder
     log = open(d / "sshd.log", "ab")  # noqa: SIM115 (the daemon keeps it)
-    proc = subprocess.Popen(in_netns(["/usr/sbin/sshd", "-D", "-e", "-f", str(d / "sshd_config")], h.ns),
+    proc = subprocess.Popen(in_netns([SSHD, "-D", "-e", "-f", str(d / "sshd_config")], h.ns),
                             stdout=log, stderr=subprocess.STDOUT, start_new_session=True)  # fmt: skip
     ledger.process(proc.pid)
     deadline = time.monotonic() + ENGINE_TIMEOUT
