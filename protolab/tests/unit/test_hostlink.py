@@ -59,3 +59,17 @@ def test_clean_ends_every_kept_open_session_and_removes_their_folder(tmp_path, m
     assert calls == [["ssh", "-o", f"ControlPath={hostlink.CONTROL_DIR / 'far.ctl'}", "-O", "exit", "x"]]
     assert not (tmp_path / "hosts").exists()  # the sessions' folder and the empty root above it
     assert hostlink.close_all() == []
+
+
+def test_a_keepers_client_on_its_host_answers_in_json(tmp_path, monkeypatch, capsys):
+    """What a machine reaching the host over SSH runs there: `--state` (null: no keeper) and `--client REQUEST`
+    (a refusal comes back as an answer, not as a traceback)."""
+    import json
+
+    from protolab import labctl
+
+    monkeypatch.setenv("PROTOLAB_STATE_DIR", str(tmp_path))
+    assert labctl.client_main(["--state"]) == 0 and json.loads(capsys.readouterr().out) is None
+    assert labctl.client_main(["--client", json.dumps({"op": "links", "method": "restore"})]) == 0
+    answer = json.loads(capsys.readouterr().out)
+    assert answer["ok"] is False and "no lab is deployed" in answer["error"]
