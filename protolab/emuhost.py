@@ -105,6 +105,7 @@ UsePAM no
 StrictModes no
 PidFile {dir}/sshd.pid
 SetEnv DOCKER_HOST={engine}
+Subsystem sftp internal-sftp
 """
 
 
@@ -204,7 +205,8 @@ def _inventory_vars(h: EmulatedHost, cpus: float) -> dict[str, Any]:
     if h.ssh_key is None:
         return v | {"protolab_netns": h.ns}
     return v | {"ansible_host": h.underlay, "ansible_user": "root", "ansible_ssh_private_key_file": str(h.ssh_key),
-                "protolab_known_hosts": str(h.known_hosts)}  # fmt: skip
+                "protolab_known_hosts": str(h.known_hosts), "ansible_python_interpreter": "/usr/bin/python3",
+                "ansible_ssh_common_args": f"-o UserKnownHostsFile={h.known_hosts}"}  # fmt: skip
 
 
 def write_inventory(hosts: list[EmulatedHost], path: Path, cpus: float = 1.0) -> Path:
