@@ -47,6 +47,12 @@ class Check(Strict):
     )
     min: Quantity | None = None
     max: Quantity | None = None
+    baseline: str | None = Field(
+        None,
+        pattern=COLUMN_RE,
+        description="bound column - baseline (each the mean over the point's repetitions), e.g. a path's RTT less "
+        "the RTT of a like path without the impairment, so the bound is on what the impairment added",
+    )
     trials: str | None = Field(None, pattern=COLUMN_RE, description="binomial check: the column of trials")
     confidence: float | None = Field(None, gt=0, lt=1, description="binomial check: e.g. 0.99")
     reproduction: bool = Field(
@@ -63,6 +69,8 @@ class Check(Strict):
             raise ValueError("field names a figure of a derived fit: give derived")
         if self.derived is not None and (self.trials is not None or self.confidence is not None):
             raise ValueError("a binomial check counts a tidy column: no derived")
+        if self.baseline is not None and (self.derived is not None or self.trials is not None):
+            raise ValueError("baseline is subtracted from a tidy column's mean: not with derived or trials")
         if self.trials is not None or self.confidence is not None:
             if self.trials is None or self.confidence is None or self.target is None:
                 raise ValueError("a binomial check needs trials, confidence and target")

@@ -1,8 +1,9 @@
 """Checks and statistics for summary.json, from the plan's points and the tidy rows.
 
-A check bounds the mean over a sweep point's repetitions of one tidy column. It applies to the points
-whose axis values match its `where` (compared as strings, so `where: {rate: 10Mbit}` and YAML numbers
-both work). A column that was not measured at a point fails the check with `measured: null`.
+A check bounds the mean over a sweep point's repetitions of one tidy column (less another's with
+`baseline`). It applies to the points whose axis values match its `where` (compared as strings, so
+`where: {rate: 10Mbit}` and YAML numbers both work). A column that was not measured at a point fails
+the check with `measured: null`.
 
 A check of a derived result (`derived:`, see derived.py) is one entry for the whole sweep: every row of the
 sum or ratio (every group of the fit) that matches its `where` must be within the bounds; the entry records
@@ -48,6 +49,9 @@ def evaluate(points: Sequence[SweepPoint], rows: Iterable[Mapping[str, Any]]) ->
                 measured, lo, hi, passed = _binomial(c, prow)
             else:
                 measured = mean(r.get(c.column) for r in prow)
+                if c.baseline is not None and measured is not None:
+                    base = mean(r.get(c.baseline) for r in prow)
+                    measured = None if base is None else measured - base
                 lo, hi = c.bounds()
                 passed = measured is not None and (lo is None or measured >= lo) and (hi is None or measured <= hi)
             out.append(
@@ -56,6 +60,7 @@ def evaluate(points: Sequence[SweepPoint], rows: Iterable[Mapping[str, Any]]) ->
                     "point": p.id,
                     "values": dict(p.values),
                     "column": c.column,
+                    **({"baseline_column": c.baseline} if c.baseline is not None else {}),
                     "measured": measured,
                     "bound": {"min": lo, "max": hi},
                     "passed": bool(passed),

@@ -139,7 +139,7 @@ def _check_rows(summary: Mapping[str, Any], sweep: Sweep) -> list[dict[str, Any]
                 "name": ("seed's conclusion: " if c.get("reproduction") else "") + c["name"],
                 "point": c.get("point", ""),
                 "label": label,
-                "column": c["column"],
+                "column": c["column"] + (f" - {c['baseline_column']}" if c.get("baseline_column") else ""),
                 "n": int(c.get("rows", 0)) if derived else 1,
                 "n_passed": int(c.get("rows", 0)) - int(c.get("rows_failed", 0)) if derived else int(bool(c["passed"])),
                 "measured": disp.with_unit(c.get("measured")) if c.get("measured") is not None else "not measured",

@@ -124,6 +124,23 @@ def test_binomial_check_pools_repetitions_and_tests_the_target():
     assert not r["passed"] and r["bound"]["min"] > 0.01
 
 
+def test_a_check_with_a_baseline_bounds_the_difference_of_the_means():
+    c = Check(name="d", column="p_rtt_mean_seconds", baseline="b_rtt_mean_seconds", target="10ms",
+              tolerance_percent=2, tolerance_absolute="0.5ms")  # fmt: skip
+    rows = [{"point": "p000", "p_rtt_mean_seconds": 0.0106, "b_rtt_mean_seconds": 0.0004},
+            {"point": "p000", "p_rtt_mean_seconds": 0.0108, "b_rtt_mean_seconds": 0.0006}]  # fmt: skip
+    (r,) = evaluate([_point(c)], rows)
+    assert r["passed"] and r["measured"] == pytest.approx(0.0102) and r["baseline_column"] == "b_rtt_mean_seconds"
+    # the same RTT without its base is 0.7 ms over: outside max(0.5 ms, 2 %)
+    (r,) = evaluate([_point(c.model_copy(update={"baseline": None}))], rows)
+    assert not r["passed"]
+    # no baseline measured: not a pass
+    (r,) = evaluate([_point(c)], [{"point": "p000", "p_rtt_mean_seconds": 0.0102}])
+    assert not r["passed"] and r["measured"] is None
+    with pytest.raises(ValueError, match="baseline"):
+        Check(name="x", column="a_total", baseline="b_total", trials="c_total", target="1%", confidence=0.9)
+
+
 def test_binomial_check_with_nothing_sent_fails():
     c = Check(name="loss", column="u_lost_total", trials="u_sent_total", target="1%", confidence=0.99)
     (r,) = evaluate([_point(c)], [{"point": "p000", "u_lost_total": None, "u_sent_total": None}])
