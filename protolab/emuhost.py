@@ -178,24 +178,10 @@ def _start_engine(h: EmulatedHost, ledger: ownership.Ledger) -> None:
 
 
 def load_image(hosts: list[EmulatedHost], ref: str) -> None:
-    """Copy an image from the main engine into the emulated hosts' (nothing is pulled): saved once, loaded into
-    every engine at the same time."""
-    import tempfile
+    """Copy an image from the main engine into the emulated hosts' engines that lack it (nothing is pulled)."""
+    from . import hostlink
 
-    with tempfile.NamedTemporaryFile(prefix="plab-emu-image-", suffix=".tar") as tar:
-        save = subprocess.run(["docker", "save", "-o", tar.name, ref], capture_output=True, text=True)
-        if save.returncode != 0:
-            raise LabError(f"emulated hosts: could not save image {ref}: {save.stderr.strip()}")
-        loads = [(h, subprocess.Popen(["docker", "-H", h.engine, "load", "-q", "-i", tar.name],
-                                      stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True))
-                 for h in hosts]  # fmt: skip
-        failed = []
-        for h, p in loads:
-            _out, err = p.communicate()
-            if p.returncode != 0:
-                failed.append(f"{h.name}: {err.strip()}")
-    if failed:
-        raise LabError(f"emulated hosts: could not load image {ref}: " + "; ".join(failed))
+    hostlink.copy_images({h.name: h.engine for h in hosts}, {ref}, log=lambda _m: None)
 
 
 def _inventory_vars(h: EmulatedHost, cpus: float) -> dict[str, Any]:

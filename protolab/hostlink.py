@@ -17,6 +17,7 @@ import contextlib
 import shlex
 import subprocess
 from pathlib import Path
+from typing import Any
 
 from .errors import LabError
 from .placement import TestbedHost
@@ -53,6 +54,35 @@ def command(host: TestbedHost, cmd: list[str]) -> list[str]:
     argv = ssh(host)  # refused before anything is made, for a host with no address
     CONTROL_DIR.mkdir(parents=True, exist_ok=True)
     return [*argv, shlex.join(cmd)]
+
+
+def copy_images(engines: dict[str, str], refs: set[str], log: Any = print) -> None:
+    """Each image an engine lacks, copied from this machine's (nothing is pulled): `docker save` here once per
+    image, then `docker load` into every engine that lacks it at the same time. `engines` maps a host's name to
+    its engine as this machine reaches it (engine())."""
+    import tempfile
+
+    for ref in sorted(refs):
+        inspect = {n: subprocess.run(["docker", "-H", e, "image", "inspect", ref], capture_output=True)
+                   for n, e in engines.items()}  # fmt: skip
+        lacking = {n: engines[n] for n, p in inspect.items() if p.returncode != 0}
+        if not lacking:
+            continue
+        log(f"copying image {ref} to {', '.join(sorted(lacking))}")
+        with tempfile.NamedTemporaryFile(prefix="plab-image-", suffix=".tar") as tar:
+            save = subprocess.run(["docker", "save", "-o", tar.name, ref], capture_output=True, text=True)
+            if save.returncode != 0:
+                raise LabError(f"could not save image {ref}: {save.stderr.strip()}")
+            loads = [(n, subprocess.Popen(["docker", "-H", e, "load", "-q", "-i", tar.name],
+                                          stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True))
+                     for n, e in sorted(lacking.items())]  # fmt: skip
+            failed = []
+            for n, p in loads:
+                _out, err = p.communicate()
+                if p.returncode != 0:
+                    failed.append(f"{n}: {err.strip()[-200:]}")
+        if failed:
+            raise LabError(f"image {ref} not copied to testbed host(s): " + "; ".join(failed))
 
 
 def engine(host: TestbedHost) -> str:

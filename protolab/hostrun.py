@@ -76,33 +76,14 @@ def open_hosts(emulate: list[str] | None, inventory: Path | None, images: set[st
         raise LabError("a run over several hosts needs --inventory FILE or --emulate-hosts a,b")
     inv = placement.load_inventory(inventory)
     if not emulate:
-        copy_images(inv, images | {hostmon.IMAGE}, log)
+        from . import hostlink
+
+        hostlink.copy_images({h.name: hostlink.engine(h) for h in inv.hosts}, images | {hostmon.IMAGE}, log)
     proms = {h.name: hostmon.start(h, run_id, ledger, state_dir) for h in inv.hosts}
     hostmon.wait_ready(list(proms.values()))
     hostmon.write_federation(list(proms.values()), state_dir)
     log(f"testbed hosts: {', '.join(f'{n} (Prometheus {p.address})' for n, p in proms.items())}")
     return Hosts(inv, emulated, proms, control)
-
-
-def copy_images(inv: placement.Inventory, images: set[str], log: Any = print) -> None:
-    """Each image a host's engine lacks, copied from this machine's (nothing is pulled): `docker save` here,
-    loaded through the host's engine as this machine reaches it (a remote one's through its SSH session)."""
-    import subprocess
-
-    from . import hostlink
-
-    for h in inv.hosts:
-        engine = hostlink.engine(h)
-        for ref in sorted(images):
-            if subprocess.run(["docker", "-H", engine, "image", "inspect", ref], capture_output=True).returncode == 0:
-                continue
-            log(f"copying image {ref} to {h.name}")
-            save = subprocess.Popen(["docker", "save", ref], stdout=subprocess.PIPE)
-            load = subprocess.run(["docker", "-H", engine, "load", "-q"], stdin=save.stdout, capture_output=True,
-                                  text=True)  # fmt: skip
-            save.wait()
-            if save.returncode != 0 or load.returncode != 0:
-                raise LabError(f"testbed host {h.name}: image {ref} not copied: {load.stderr.strip()[-200:]}")
 
 
 class _ReceiveCpu:
