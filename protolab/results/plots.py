@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import io
 import math
+import textwrap
 from collections.abc import Sequence
 from typing import Any
 
@@ -20,6 +21,12 @@ from .sweep import Row, Sweep, only_where, pooled_note, where_note
 PALETTE = ["#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b", "#e377c2", "#7f7f7f", "#bcbd22"]
 MARKERS = ["o", "s", "^", "D", "v", "P", "X", "<", ">"]  # lines that coincide stay distinguishable
 REFERENCE_COLOR = "#222222"
+
+
+def suptitle(fig: Figure, title: str) -> None:
+    """The figure's bold title, wrapped to the figure's width (a long title would run off both edges)."""
+    per_line = max(30, int(fig.get_figwidth() * 8.5))  # characters of 13 pt bold per inch at this dpi, about
+    fig.suptitle(textwrap.fill(title, per_line), fontsize=13, fontweight="bold")
 
 
 def _reference(ref: str | None, sweep: Sweep, rows: Sequence[Row], y_family: str | None) -> float | None:
@@ -93,7 +100,7 @@ def plot_png(spec: Plot, sweep: Sweep, rows: Sequence[Row]) -> bytes:
     fig = Figure(figsize=(width, 0.6 + 3.9 * npanels), dpi=110, layout="constrained")
     axs = fig.subplots(npanels, 1, squeeze=False)[:, 0]
     pooled = sweep.pooled([spec.x] + ([spec.group] if spec.group else []), rows)
-    fig.suptitle(spec.title, fontsize=13, fontweight="bold")
+    suptitle(fig, spec.title)
     note = (f"only {where_note(spec.where)}; " if spec.where else "") + pooled_note(pooled)
     note += "; error bars ±1 sd (n > 1)"
     if spec.reference:
@@ -297,7 +304,7 @@ def scatter_png(spec: Plot, data: DerivedData) -> bytes:
 
     fig = Figure(figsize=(9.0, 6.0), dpi=110, layout="constrained")
     ax = fig.subplots()
-    fig.suptitle(spec.title, fontsize=13, fontweight="bold")
+    suptitle(fig, spec.title)
     for gi, g in enumerate(groups):
         sub = [r for r in drawn if g is None or r.values.get(spec.group or "") == g]
         ax.scatter([r.fields[spec.x] * xdisp.scale for r in sub], [r.fields[y] * ydisp.scale for r in sub],

@@ -11,6 +11,7 @@ from typing import Any
 from matplotlib.figure import Figure
 
 from ..model.report import Plot
+from .plots import suptitle
 from .sweep import Sweep, only_where, where_note
 
 PALETTE = ["#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b", "#e377c2", "#7f7f7f", "#bcbd22"]
@@ -135,7 +136,7 @@ def raw_plot_png(spec: Plot, sweep: Sweep, raw: Sequence[Mapping[str, Any]]) -> 
                           bbox_to_anchor=(1.01, 1.0))  # fmt: skip
     if not drawn:
         raise ValueError(f"raw/series.csv has no samples of {', '.join(spec.y)} for these points")
-    fig.suptitle(spec.title, fontsize=13, fontweight="bold")
+    suptitle(fig, spec.title)
     notes = [f"only {where_note(spec.where)}"] if spec.where else []
     if pooled := _pooled(spec, sweep):
         notes.append(f"pooled over {', '.join(pooled)}")

@@ -338,3 +338,21 @@ def test_report_shows_the_load_over_the_run_and_the_lab_interfaces(tmp_path):
     lab = html[html.index("Lab interfaces, lab 1: hub") :]
     assert "<th>h1:h1-eth0</th><td>off</td><td>off</td><td>on</td><td>off [fixed]</td>" in lab
     assert '<td class="num">6.61 Mbit/s</td><td class="num">1.45 Mbit/s</td><td class="num">94465</td>' in lab
+
+
+@pytest.mark.parametrize("width", [7.5, 9.0, 14.0])
+def test_a_long_plot_title_stays_inside_the_figure(width):
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+    from matplotlib.figure import Figure
+
+    from protolab.results.plots import suptitle
+
+    title = "Diagram 3: CPU of the receiver (h1) and the sender (h2) vs parallel transfers (100 Mbit switch), " * 2
+    fig = Figure(figsize=(width, 6.0), dpi=110, layout="constrained")
+    fig.subplots()
+    suptitle(fig, title.strip())
+    canvas = FigureCanvasAgg(fig)
+    canvas.draw()
+    box = fig._suptitle.get_window_extent(canvas.get_renderer())
+    assert "\n" in fig._suptitle.get_text()
+    assert box.x0 >= 0 and box.x1 <= fig.bbox.width, (box, fig.bbox.width)
