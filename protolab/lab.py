@@ -568,17 +568,31 @@ class Lab:
             raise LabError(f"NIC filters: {exc}") from None
         self.ledger.process(self.nic_filter.proc.pid)
 
+    def sync_nic_filters(self) -> dict[str, list[str]]:
+        """Bring the NIC filters' model up to the hosts' joins now (a runner calls it once its receivers have
+        joined, before their traffic starts): 'node:interface' -> its joined link-layer groups ({} if no model)."""
+        if self.nic_filter is None:
+            return {}
+        try:
+            by_port = self.nic_filter.refresh()
+        except RuntimeError as exc:
+            raise LabError(f"NIC filters: {exc}") from None
+        return {k: h["joined"] for k, h in self._by_host_interface(by_port).items()}
+
     def nic_filter_counters(self) -> dict[str, dict[str, int]]:
         """'node:interface' -> frames the NIC filter passed and dropped (unicast, multicast) so far ({} if none)."""
         if self.nic_filter is None:
             return {}
-        by_port = self.nic_filter.stats()
+        return {k: {v: int(h["counters"][v]["packets"]) for v in nicfilter.VERDICTS}
+                for k, h in self._by_host_interface(self.nic_filter.stats()).items()}  # fmt: skip
+
+    def _by_host_interface(self, by_port: dict[str, dict[str, Any]]) -> dict[str, dict[str, Any]]:
+        """The NIC filter's per-port answers keyed 'node:interface' (the host's end of the port's link)."""
         out = {}
         for (a, b), ends in self.link_ends.items():
             for node, end, port in ((a, ends[0], ends[1]), (b, ends[1], ends[0])):
                 if port.intf in by_port:
-                    c = by_port[port.intf]["counters"]
-                    out[f"{node}:{end.intf}"] = {v: int(c[v]["packets"]) for v in nicfilter.VERDICTS}
+                    out[f"{node}:{end.intf}"] = by_port[port.intf]
         return out
 
     def _add_interfaces(self, h: topo.Host, mn: Any) -> None:

@@ -95,6 +95,16 @@ class NicFilter(HelperProcess):
             raise RuntimeError(f"protolab-nicfilter {self.name}: /stats answered {status}: {text[:300]}")
         return {h["port"]: h for h in json.loads(text)["hosts"]}
 
+    def refresh(self) -> dict[str, dict[str, Any]]:
+        """Read the hosts' joins now and program the filters with them (POST /refresh); then as stats(). A real
+        NIC's filter is programmed as its host joins; the model's poll lags a join by up to POLL."""
+        if self.proc.poll() is not None:
+            raise RuntimeError(f"protolab-nicfilter {self.name} exited ({self.proc.returncode}){self.output()}")
+        status, text = self._request("POST", "/refresh")
+        if status != 200:
+            raise RuntimeError(f"protolab-nicfilter {self.name}: /refresh answered {status}: {text[:300]}")
+        return {h["port"]: h for h in json.loads(text)["hosts"]}
+
     def stop(self) -> None:
         """Stop the process: its attachments go with it. Raises if it had failed (exit code other than 0)."""
         self._end()

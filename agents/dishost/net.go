@@ -31,6 +31,15 @@ type Sender struct {
 	Sent    uint64
 	SendErr uint64
 	Bytes   uint64
+	first   time.Time // when the first batch left (the write returned)
+	last    time.Time // when the last batch left
+}
+
+// Span is when the first and the last datagram were handed to the kernel (zero before any).
+func (s *Sender) Span() (first, last time.Time) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.first, s.last
 }
 
 // Snapshot returns the sent packet count and bytes (safe while running).
@@ -122,9 +131,14 @@ func (s *Sender) Run(ctx context.Context) error {
 			}
 			sent += k
 		}
+		done := time.Now()
 		s.mu.Lock()
 		s.Sent += uint64(n)
 		s.Bytes += bytes
+		if s.first.IsZero() {
+			s.first = done
+		}
+		s.last = done
 		s.mu.Unlock()
 	}
 	return nil

@@ -6,6 +6,8 @@ import (
 	"io"
 	"math"
 	"time"
+
+	"github.com/prometheus/procfs"
 )
 
 // SendReport is the summary of a send: what the sender counted (packets,
@@ -55,6 +57,49 @@ type RecvRun struct {
 	CgroupOK bool        // the cgroup CPU counter could be read
 	Work     *WorkRates  // nil without the work loop
 	Syntax   string      // transfer syntax ("" reads as raw)
+	Start    time.Time   // the receive window: from the joins done (the ready file) ...
+	End      time.Time   // ... to the end of listening
+	// UDP datagrams the kernel dropped in this network namespace during the window, before any socket
+	// read them (full receive buffers: RcvbufErrors; all receive errors: InErrors); nil when unreadable.
+	UDPDrops *UDPDrops
+}
+
+// UDPDrops are the UDP receive-error counters of /proc/net/snmp (this process's network namespace).
+type UDPDrops struct{ RcvbufErrors, InErrors float64 }
+
+// ReadUDPDrops reads them through procfs.
+func ReadUDPDrops() (*UDPDrops, error) {
+	fs, err := procfs.NewDefaultFS()
+	if err != nil {
+		return nil, err
+	}
+	self, err := fs.Self()
+	if err != nil {
+		return nil, err
+	}
+	snmp, err := self.Snmp()
+	if err != nil {
+		return nil, err
+	}
+	if snmp.Udp.RcvbufErrors == nil || snmp.Udp.InErrors == nil {
+		return nil, fmt.Errorf("no Udp RcvbufErrors/InErrors in /proc/net/snmp")
+	}
+	return &UDPDrops{RcvbufErrors: *snmp.Udp.RcvbufErrors, InErrors: *snmp.Udp.InErrors}, nil
+}
+
+// Minus is the counters' growth since before.
+func (d UDPDrops) Minus(before UDPDrops) UDPDrops {
+	return UDPDrops{RcvbufErrors: d.RcvbufErrors - before.RcvbufErrors, InErrors: d.InErrors - before.InErrors}
+}
+
+// unixSeconds is t as seconds since the epoch (the hosts of a lab share one clock).
+func unixSeconds(t time.Time) float64 { return float64(t.UnixNano()) / 1e9 }
+
+// AddSpan puts the first and last datagram's times into a report as <role>_first_unix and _last_unix.
+func AddSpan(out map[string]any, role string, first, last time.Time) {
+	if !first.IsZero() {
+		out[role+"_first_unix"], out[role+"_last_unix"] = unixSeconds(first), unixSeconds(last)
+	}
 }
 
 // RecvReport is the summary of a receive: counts, rates over the time
@@ -81,6 +126,13 @@ func RecvReport(r RecvRun) map[string]any {
 		out["active_seconds"] = active
 		out["packets_per_second"] = float64(sum.Packets-1) / active
 		out["messages_per_second"] = float64(sum.Messages) * float64(sum.Packets-1) / float64(sum.Packets) / active
+	}
+	if !r.Start.IsZero() {
+		out["listen_start_unix"], out["listen_end_unix"] = unixSeconds(r.Start), unixSeconds(r.End)
+	}
+	AddSpan(out, "arrival", sum.First, sum.Last)
+	if d := r.UDPDrops; d != nil {
+		out["kernel_udp_rcvbuf_errors"], out["kernel_udp_in_errors"] = d.RcvbufErrors, d.InErrors
 	}
 	if sum.Delay.Count() > 0 {
 		out["delay_p50_seconds"] = sum.Delay.Quantile(0.5)

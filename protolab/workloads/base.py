@@ -133,6 +133,8 @@ class LabAPI(Protocol):
 
     def ip(self, node: str, intf: int = 0, family: int = 4) -> str: ...
 
+    def sync_nic_filters(self) -> dict[str, list[str]]: ...
+
 
 T = TypeVar("T", bound=TaskModel)
 

@@ -376,6 +376,7 @@ class ConverterRunner(WorkloadRunner[ConverterTask]):
         for node in servers:
             self._start(node)
         self._wait_ready(servers)
+        self.lab.sync_nic_filters()  # the converters' joins in the NIC filters' model before the sources start
 
     def run(self) -> None:
         assert self.roles is not None

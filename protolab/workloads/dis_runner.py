@@ -8,10 +8,18 @@ Both processes serve their metrics (protolab_messages_*_total, protolab_message_
 the management network while they run: the receiver on naming.DIS_PORT, the sender on naming.DIS_PORT + 1;
 `scrape_ports()` tells the orchestrator which targets to add to Prometheus (for the whole lab: Prometheus takes
 up new targets only every 5 s, longer than a short sender lives).
+
+The receive window follows the sender: the receiver writes its pid into the ready file, and when the sender's
+process has ended it is sent SIGUSR1 and drains for TAIL seconds more (its --duration is only the cap for a runner
+that never signals), so a sender that starts late (a slow `docker exec`) cannot outlast a window fixed in advance.
+Once the receiver has joined, the lab's NIC filter model is brought up to its joins (Lab.sync_nic_filters) before
+the sender starts: a real NIC is programmed as its host joins, while the model's poll lagged the join by up to
+100 ms and dropped the stream's first PDUs at the bridge port (seen as kfree_skb TC_EGRESS drops at the start).
 """
 
 from __future__ import annotations
 
+import logging
 import os
 import threading
 import time
@@ -22,10 +30,13 @@ from ..shell import run as sh
 from .base import WorkloadError, WorkloadRunner, json_report
 from .dis import COLUMNS, DisTask
 
-TAIL = 1.0  # the receiver listens this long after the sender's duration
+TAIL = 1.0  # the receiver listens this long after the sender has ended (its in-flight datagrams)
+CAP_MARGIN = 30.0  # the receiver's own end when nobody signals it: this long after duration + TAIL
 RECV_METRICS_PORT = naming.DIS_PORT
 EXTRA_WORK_ENV = "PROTOLAB_TEST_EXTRA_WORK"  # passed on to the receiver: hashing rounds per accepted PDU
 SEND_METRICS_PORT = naming.DIS_PORT + 1
+
+log = logging.getLogger(__name__)
 
 
 class DisRunner(WorkloadRunner[DisTask]):
@@ -34,6 +45,7 @@ class DisRunner(WorkloadRunner[DisTask]):
         self.ready = f"/tmp/protolab-dishost-{task.name}.ready"
         self._recv_out: tuple[int, str, str] | None = None
         self._thread: threading.Thread | None = None
+        self.receiver_pid: int | None = None  # from the ready file, for the end-of-send signal
         self.sender_report: dict[str, Any] = {}
         self.receiver_report: dict[str, Any] = {}
         self.rps_mask: str | None = None
@@ -84,8 +96,8 @@ class DisRunner(WorkloadRunner[DisTask]):
             self._steer_receive()
         self.lab.exec(t.receiver, ["rm", "-f", self.ready])
         cmd = ["protolab-dishost", "recv", *self._common(), "--share", f"{t.share:g}",
-               "--duration", f"{t.duration + TAIL:g}s", "--ready-file", self.ready,
-               "--listen", f":{RECV_METRICS_PORT}"]  # fmt: skip
+               "--duration", f"{t.duration + TAIL + CAP_MARGIN:g}s", "--drain", f"{TAIL:g}s",
+               "--ready-file", self.ready, "--listen", f":{RECV_METRICS_PORT}"]  # fmt: skip
         if self.loopback:
             cmd += ["--local"]
         if t.busy_loop:
@@ -110,7 +122,10 @@ class DisRunner(WorkloadRunner[DisTask]):
             if self._recv_out is not None:
                 code, out, err = self._recv_out
                 raise WorkloadError(f"dis task {t.name}: receiver on {t.receiver} exited {code}: {(err or out)[-300:]}")
-            if self.lab.exec(t.receiver, ["test", "-f", self.ready])[0] == 0:
+            code, out, _ = self.lab.exec(t.receiver, ["cat", self.ready])
+            if code == 0 and out.strip().isdigit():  # the pid, once the file is written whole
+                self.receiver_pid = int(out)
+                self.lab.sync_nic_filters()  # the joins in the NIC filters' model before the first PDU
                 return
             time.sleep(0.1)
         raise WorkloadError(f"dis task {t.name}: receiver on {t.receiver} did not join its groups in time")
@@ -130,7 +145,10 @@ class DisRunner(WorkloadRunner[DisTask]):
             cmd += ["--heartbeat=false"]
         if self.loopback:
             cmd += ["--dest", "127.0.0.1"]
-        code, out, err = self.lab.exec(t.sender, cmd)
+        try:
+            code, out, err = self.lab.exec(t.sender, cmd)
+        finally:
+            self._sender_done()
         self.sender_report = json_report(out, f"dis sender {t.name} on {t.sender}", code, err)
         assert self._thread is not None
         self._thread.join(timeout=TAIL + 30)
@@ -138,6 +156,17 @@ class DisRunner(WorkloadRunner[DisTask]):
             raise WorkloadError(f"dis task {t.name}: receiver on {t.receiver} did not finish")
         code, out, err = self._recv_out
         self.receiver_report = json_report(out, f"dis receiver {t.name} on {t.receiver}", code, err)
+        if where := missing_where(self.sender_report, self.receiver_report, self.loopback):
+            log.warning("dis task %s: %s", t.name, where)
+
+    def _sender_done(self) -> None:
+        """Tell the receiver the sender has ended: it drains TAIL seconds more, then reports."""
+        if self.receiver_pid is None or (self._recv_out is not None):
+            return
+        code, _, err = self.lab.exec(self.task.receiver, ["kill", "-USR1", str(self.receiver_pid)])
+        if code != 0 and self._recv_out is None:
+            log.warning("dis task %s: could not signal its receiver (pid %s) on %s: %s; it ends at its cap",
+                        self.task.name, self.receiver_pid, self.task.receiver, err.strip())  # fmt: skip
 
     def raw(self) -> dict[str, Any]:
         out = {"sender": self.sender_report, "receiver": self.receiver_report}
@@ -149,6 +178,34 @@ class DisRunner(WorkloadRunner[DisTask]):
 
 def _ratio(a: Any, b: Any) -> float | None:
     return float(a) / float(b) if a is not None and b else None
+
+
+def missing_where(sent: dict[str, Any], recv: dict[str, Any], loopback: bool) -> str | None:
+    """When PDUs are missing, where: the receiver's first and last arrival against the sender's first and last send
+    (a gap at an edge against one inside the stream), its window, and what the kernel dropped before its socket."""
+    by_group = sent.get("sent_by_group") or []
+    joined = len(by_group) if loopback else int(recv.get("joined_groups") or 0)
+    expected, got = sum(by_group[:joined]), int(recv.get("messages") or 0)
+    if got >= expected:
+        return None
+    msg = f"{expected - got} of {expected} PDUs missing"
+    try:
+        pairs = (
+            ("first", "arrival_first_unix", "send_first_unix"),
+            ("last", "arrival_last_unix", "send_last_unix"),
+            ("start", "listen_start_unix", "send_first_unix"),
+            ("end", "listen_end_unix", "send_last_unix"),
+        )
+        ms = {k: (recv[a] - sent[b]) * 1e3 for k, a, b in pairs}
+        msg += (f"; first arrival {ms['first']:+.1f} ms from the first send, last arrival {ms['last']:+.1f} ms "
+                f"from the last; the receiver listened from {ms['start']:+.0f} ms to {ms['end']:+.0f} ms "
+                "around them")  # fmt: skip
+    except (KeyError, TypeError):
+        msg += "; no send/arrival times in the reports"
+    if (drops := recv.get("kernel_udp_in_errors")) is not None:
+        msg += f"; the receiver's namespace dropped {drops:g} UDP datagram(s) before a socket read them"
+        msg += f" ({recv.get('kernel_udp_rcvbuf_errors', 0):g} for a full receive buffer)"
+    return msg
 
 
 def columns(t: DisTask, sent: dict[str, Any], recv: dict[str, Any], loopback: bool) -> dict[str, float | None]:
@@ -180,6 +237,7 @@ def columns(t: DisTask, sent: dict[str, Any], recv: dict[str, Any], loopback: bo
         "pdu_reals": recv.get("pdu_reals"),
         "pdu_octet_strings": recv.get("pdu_octet_strings"),
         "dropped_total": sum((recv.get("dropped") or {}).values()),
+        "kernel_drops_total": recv.get("kernel_udp_in_errors"),
         "cpu_cgroup_ratio": recv.get("cpu_cgroup_ratio"),
         "cpu_busyloop_ratio": recv.get("cpu_busyloop_ratio"),
         "cpu_cgroup_idle_ratio": recv.get("cpu_cgroup_idle_ratio"),

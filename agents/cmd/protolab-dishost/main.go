@@ -52,7 +52,10 @@ const usage = `Usage: protolab-dishost send|recv [flags]
   recv   join --share of the groups, receive for --duration, report
 
 Prints one JSON summary line on stdout when --duration is over (or on
-SIGINT/SIGTERM). Metrics (protolab_dis_*) on --listen when given.
+SIGINT/SIGTERM). A receiver also ends --drain after SIGUSR1 ("the sender is
+done"): an orchestrator ties the receive window to the sender's end that
+way, with --duration as the cap. Metrics (protolab_dis_*) on --listen when
+given.
 
 Flags:
 `
@@ -103,7 +106,8 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	work := fs.Bool("work", false, "recv: run the thesis's busy work loop (calibrated before joining) to measure the CPU networking takes")
 	calibrate := fs.Duration("calibrate", 2*time.Second, "recv: work loop calibration time before joining")
 	cgroupRoot := fs.String("cgroup-root", metrics.DefaultCgroupRoot, "recv: cgroup filesystem of this container")
-	readyFile := fs.String("ready-file", "", "recv: create this file once every group is joined (for orchestrators)")
+	readyFile := fs.String("ready-file", "", "recv: write this process's pid into this file once every group is joined (for orchestrators)")
+	drain := fs.Duration("drain", time.Second, "recv: after SIGUSR1, receive this much longer, then report")
 	if err := fs.Parse(args[1:]); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			fmt.Fprint(stderr, usage)
@@ -127,6 +131,9 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	plan := dishost.Plan{Groups: c.groups, PerGroup: c.perGroup, Base: base}
 	if err := plan.Validate(); err != nil {
 		return bad("%v", err)
+	}
+	if *drain < 0 {
+		return bad("--drain must be >= 0")
 	}
 	if c.duration <= 0 {
 		return bad("--duration must be > 0")
@@ -179,7 +186,10 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		}
 		el := time.Since(start).Seconds()
 		p, b, e := s.Snapshot()
-		return emit(stdout, dishost.SendReport(plan, *size, gen, p, b, e, el))
+		rep := dishost.SendReport(plan, *size, gen, p, b, e, el)
+		first, last := s.Span()
+		dishost.AddSpan(rep, "send", first, last)
+		return emit(stdout, rep)
 	}
 
 	// recv
@@ -217,13 +227,18 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		idle = dishost.IdleCPURatio(c0, cgroupCPU(*cgroupRoot), l0, wl.ThreadCPU(), time.Since(t0).Seconds())
 		col.Work, col.Baseline = wl, func() float64 { return baseline }
 	}
+	// SIGUSR1: the sender is done; drain, then end (the work loop's ctx lives on). Caught from before the ready
+	// file exists, so that an orchestrator's early signal cannot kill the receiver.
+	done := make(chan os.Signal, 1)
+	signal.Notify(done, syscall.SIGUSR1)
+	defer signal.Stop(done)
 	sockets, err := r.Listen()
 	if err != nil {
 		fmt.Fprintf(stderr, "protolab-dishost recv: %v (joined on %d socket(s); raise net.ipv4.igmp_max_memberships in this network namespace)\n", err, sockets)
 		return 1
 	}
 	if *readyFile != "" {
-		if err := os.WriteFile(*readyFile, []byte("ready\n"), 0o644); err != nil {
+		if err := os.WriteFile(*readyFile, []byte(fmt.Sprintf("%d\n", os.Getpid())), 0o644); err != nil {
 			fmt.Fprintf(stderr, "protolab-dishost recv: %v\n", err)
 			return 1
 		}
@@ -241,9 +256,25 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	}
 	var samples []dishost.CPUSample
 	var smu sync.Mutex
+	drops0, dropsErr := dishost.ReadUDPDrops()
+	if dropsErr != nil {
+		slog.Warn("the namespace's UDP drop counters are not readable: not reported", "err", dropsErr)
+	}
 	t0 := time.Now()
 	rctx, cancel := context.WithTimeout(ctx, c.duration)
 	defer cancel()
+	go func() {
+		select {
+		case <-done:
+			slog.Info("sender done: draining", "drain", *drain)
+			select {
+			case <-time.After(*drain):
+				cancel()
+			case <-rctx.Done():
+			}
+		case <-rctx.Done():
+		}
+	}()
 	sdone := make(chan struct{})
 	go func() {
 		defer close(sdone)
@@ -263,9 +294,14 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	r.Run(rctx)
 	<-sdone
 	samples = append(samples, take())
-	el := time.Since(t0).Seconds()
+	t1 := time.Now()
+	el := t1.Sub(t0).Seconds()
 	rec := dishost.RecvRun{Plan: plan, Joined: r.Joined, Sockets: sockets, Elapsed: el, Summary: r.Snapshot(), Syntax: *syn,
-		Samples: samples, CgroupOK: cgOK}
+		Samples: samples, CgroupOK: cgOK, Start: t0, End: t1}
+	if drops1, err := dishost.ReadUDPDrops(); dropsErr == nil && err == nil {
+		d := drops1.Minus(*drops0)
+		rec.UDPDrops = &d
+	}
 	if wl != nil {
 		// The loop again with no traffic, as long as it was calibrated.
 		after := wl.Rate(ctx, *calibrate)

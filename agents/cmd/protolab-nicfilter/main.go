@@ -69,6 +69,11 @@ PATH (a unix socket, mode 0600, removed at exit):
   GET /stats    JSON: per host its mode, address, joined groups, filter mask
                 and counters {passed, dropped_unicast, dropped_multicast}
                 each {packets, bytes}
+  POST /refresh read every host's state and program its filter now, then
+                answer as /stats: a real NIC's filter is programmed as the
+                host joins, so an orchestrator calls this once its receivers
+                have joined, before their traffic starts (the poll alone
+                lags a join by up to --poll)
   GET /metrics  Prometheus:
     protolab_nicfilter_packets_total{port,verdict}   verdict = passed|dropped_unicast|dropped_multicast
     protolab_nicfilter_bytes_total{port,verdict}     bytes (frames without FCS)
@@ -264,6 +269,7 @@ type host struct {
 	filter *nicfilter.Filter
 	link   link.Link
 
+	refreshing sync.Mutex // one refresh at a time: the poll's and /refresh's
 	mu         sync.Mutex
 	pollErrors uint64
 	lastErr    string
@@ -283,6 +289,8 @@ func (h *host) close() {
 
 // refresh reads the host's state and programs the filter with it.
 func (h *host) refresh() error {
+	h.refreshing.Lock()
+	defer h.refreshing.Unlock()
 	s, err := h.nic.Read(h.mode)
 	if err == nil {
 		old := h.filter.State()
@@ -383,23 +391,39 @@ func (c collector) Update(ch chan<- prometheus.Metric) error {
 
 func statsHandler(hosts []*host, next http.Handler) http.Handler {
 	mux := http.NewServeMux()
-	mux.HandleFunc("/stats", func(w http.ResponseWriter, _ *http.Request) {
-		out := struct {
-			Hosts []hostStats `json:"hosts"`
-		}{Hosts: []hostStats{}}
+	mux.HandleFunc("POST /refresh", func(w http.ResponseWriter, _ *http.Request) {
+		var errs []error
 		for _, h := range hosts {
-			st, err := h.stats()
-			if err != nil {
-				http.Error(w, err.Error(), http.StatusInternalServerError)
-				return
+			if err := h.refresh(); err != nil {
+				errs = append(errs, fmt.Errorf("host %s: %w", h.spec.Port, err))
 			}
-			out.Hosts = append(out.Hosts, st)
 		}
-		w.Header().Set("Content-Type", "application/json")
-		_ = json.NewEncoder(w).Encode(out)
+		if err := errors.Join(errs...); err != nil {
+			http.Error(w, err.Error(), http.StatusInternalServerError)
+			return
+		}
+		writeStats(w, hosts)
 	})
+	mux.HandleFunc("GET /stats", func(w http.ResponseWriter, _ *http.Request) { writeStats(w, hosts) })
 	mux.Handle("/", next)
 	return mux
+}
+
+// writeStats answers with every host's hostStats.
+func writeStats(w http.ResponseWriter, hosts []*host) {
+	out := struct {
+		Hosts []hostStats `json:"hosts"`
+	}{Hosts: []hostStats{}}
+	for _, h := range hosts {
+		st, err := h.stats()
+		if err != nil {
+			http.Error(w, err.Error(), http.StatusInternalServerError)
+			return
+		}
+		out.Hosts = append(out.Hosts, st)
+	}
+	w.Header().Set("Content-Type", "application/json")
+	_ = json.NewEncoder(w).Encode(out)
 }
 
 // run is main without the process exit, for tests. It returns 0 after a

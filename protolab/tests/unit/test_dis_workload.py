@@ -103,3 +103,82 @@ def test_a_transfer_syntax_goes_to_both_agents():
     assert "--syntax" not in DisRunner(task(), Lab())._common()
     common = DisRunner(task(syntax="skinny"), Lab())._common()
     assert common[common.index("--syntax") + 1] == "skinny"
+
+
+def test_missing_pdus_are_placed_against_the_senders_span_and_the_kernels_drops():
+    from protolab.workloads.dis_runner import missing_where
+
+    sent = {"sent_by_group": [300, 300], "send_first_unix": 100.0, "send_last_unix": 102.0}
+    recv = {"joined_groups": 2, "messages": 597, "arrival_first_unix": 100.0004, "arrival_last_unix": 101.99}
+    recv |= {"listen_start_unix": 99.8, "listen_end_unix": 101.99, "kernel_udp_in_errors": 0.0}
+    recv |= {"kernel_udp_rcvbuf_errors": 0.0}
+    where = missing_where(sent, recv, loopback=False)
+    assert where is not None and where.startswith("3 of 600 PDUs missing")
+    assert "first arrival +0.4 ms from the first send, last arrival -10.0 ms from the last" in where
+    assert "listened from -200 ms to -10 ms around them" in where  # the window closed before the stream did
+    assert "dropped 0 UDP datagram(s)" in where and "(0 for a full receive buffer)" in where
+    assert missing_where(sent, dict(recv, messages=600), loopback=False) is None
+    old = {"joined_groups": 2, "messages": 599}  # an agent from before the times were reported
+    assert missing_where({"sent_by_group": [300, 300]}, old, False) == (
+        "1 of 600 PDUs missing; no send/arrival times in the reports"
+    )
+    c = columns(task(groups=2), sent, recv | {"kernel_udp_in_errors": 4.0}, loopback=False)
+    assert c["rx_kernel_drops_total"] == 4.0 and c["rx_lost_total"] == 3
+
+
+class _ExecLab:
+    """A lab whose exec records each command and answers from a script: the boundary of DisRunner."""
+
+    def __init__(self, sender_fails: bool = False) -> None:
+        from types import SimpleNamespace
+
+        self.nodes = {"h1": SimpleNamespace(pid=4242)}
+        self.calls: list[list[str]] = []
+        self.sender_fails = sender_fails
+
+    def exec(self, node: str, cmd: list[str]) -> tuple[int, str, str]:
+        import json
+        import time
+
+        self.calls.append(cmd)
+        if cmd[0] == "cat":
+            return 0, "777\n", ""
+        if cmd[:2] == ["protolab-dishost", "recv"]:
+            while not any(c[:2] == ["kill", "-USR1"] for c in self.calls):  # ends when signalled, as the agent does
+                time.sleep(0.01)
+            return 0, json.dumps({"role": "recv", "joined_groups": 1, "messages": 5}), ""
+        if cmd[:2] == ["protolab-dishost", "send"]:
+            if self.sender_fails:
+                raise RuntimeError("docker exec failed")
+            return 0, json.dumps({"role": "send", "sent_by_group": [5], "elapsed_seconds": 1.0}), ""
+        return 0, "", ""
+
+    def sync_nic_filters(self) -> dict[str, list[str]]:
+        self.calls.append(["<sync_nic_filters>"])
+        return {}
+
+
+@pytest.mark.parametrize("sender_fails", [False, True], ids=["sender-ends", "sender-fails"])
+def test_the_receiver_is_told_when_the_sender_has_ended(sender_fails):
+    """The receive window follows the sender: the pid from the ready file gets SIGUSR1 once the sender's process
+    is over (also when it failed), and the receiver's own --duration is only a cap well past the send; the lab's
+    NIC filters are synced with the receiver's joins before the sender starts."""
+    from protolab.workloads.dis_runner import CAP_MARGIN, TAIL, DisRunner
+
+    lab = _ExecLab(sender_fails)
+    r = DisRunner(task(sender="h1", receiver="h1", groups=1, duration="1s", busy_loop=False), lab)
+    r.prepare()
+    assert r.receiver_pid == 777
+    recv = next(c for c in lab.calls if c[:2] == ["protolab-dishost", "recv"])
+    assert recv[recv.index("--duration") + 1] == f"{1 + TAIL + CAP_MARGIN:g}s"
+    assert recv[recv.index("--drain") + 1] == f"{TAIL:g}s"
+    if sender_fails:
+        with pytest.raises(RuntimeError):
+            r.run()
+    else:
+        r.run()
+        assert r.receiver_report["messages"] == 5
+    send = next(i for i, c in enumerate(lab.calls) if c[:2] == ["protolab-dishost", "send"])
+    assert ["kill", "-USR1", "777"] in lab.calls[send + 1 :]
+    # the NIC filters' model has the receiver's joins before the first PDU leaves
+    assert lab.calls.index(["<sync_nic_filters>"]) < send
