@@ -88,21 +88,20 @@ class NicFilter(HelperProcess):
 
     def stats(self) -> dict[str, dict[str, Any]]:
         """Per bridge port: mode, mac, joined, mask and counters {verdict: {packets, bytes}} (GET /stats)."""
-        if self.proc.poll() is not None:
-            raise RuntimeError(f"protolab-nicfilter {self.name} exited ({self.proc.returncode}){self.output()}")
-        status, text = self._request("GET", "/stats")
-        if status != 200:
-            raise RuntimeError(f"protolab-nicfilter {self.name}: /stats answered {status}: {text[:300]}")
-        return {h["port"]: h for h in json.loads(text)["hosts"]}
+        return self._hosts("GET", "/stats")
 
     def refresh(self) -> dict[str, dict[str, Any]]:
         """Read the hosts' joins now and program the filters with them (POST /refresh); then as stats(). A real
         NIC's filter is programmed as its host joins; the model's poll lags a join by up to POLL."""
+        return self._hosts("POST", "/refresh")
+
+    def _hosts(self, method: str, path: str) -> dict[str, dict[str, Any]]:
+        """The per-host answer of a control request, by bridge port."""
         if self.proc.poll() is not None:
             raise RuntimeError(f"protolab-nicfilter {self.name} exited ({self.proc.returncode}){self.output()}")
-        status, text = self._request("POST", "/refresh")
+        status, text = self._request(method, path)
         if status != 200:
-            raise RuntimeError(f"protolab-nicfilter {self.name}: /refresh answered {status}: {text[:300]}")
+            raise RuntimeError(f"protolab-nicfilter {self.name}: {path} answered {status}: {text[:300]}")
         return {h["port"]: h for h in json.loads(text)["hosts"]}
 
     def stop(self) -> None:
