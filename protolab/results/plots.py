@@ -10,6 +10,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from matplotlib.figure import Figure
+from matplotlib.text import Text
 from matplotlib.ticker import StrMethodFormatter
 
 from ..model.report import Plot
@@ -23,10 +24,10 @@ MARKERS = ["o", "s", "^", "D", "v", "P", "X", "<", ">"]  # lines that coincide s
 REFERENCE_COLOR = "#222222"
 
 
-def suptitle(fig: Figure, title: str) -> None:
+def suptitle(fig: Figure, title: str) -> Text:
     """The figure's bold title, wrapped to the figure's width (a long title would run off both edges)."""
     per_line = max(30, int(fig.get_figwidth() * 8.5))  # characters of 13 pt bold per inch at this dpi, about
-    fig.suptitle(textwrap.fill(title, per_line), fontsize=13, fontweight="bold")
+    return fig.suptitle(textwrap.fill(title, per_line), fontsize=13, fontweight="bold")
 
 
 def _reference(ref: str | None, sweep: Sweep, rows: Sequence[Row], y_family: str | None) -> float | None:

@@ -350,9 +350,9 @@ def test_a_long_plot_title_stays_inside_the_figure(width):
     title = "Diagram 3: CPU of the receiver (h1) and the sender (h2) vs parallel transfers (100 Mbit switch), " * 2
     fig = Figure(figsize=(width, 6.0), dpi=110, layout="constrained")
     fig.subplots()
-    suptitle(fig, title.strip())
+    text = suptitle(fig, title.strip())
     canvas = FigureCanvasAgg(fig)
     canvas.draw()
-    box = fig._suptitle.get_window_extent(canvas.get_renderer())
-    assert "\n" in fig._suptitle.get_text()
+    box = text.get_window_extent(canvas.get_renderer())
+    assert "\n" in text.get_text()
     assert box.x0 >= 0 and box.x1 <= fig.bbox.width, (box, fig.bbox.width)
