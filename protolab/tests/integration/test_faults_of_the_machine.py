@@ -73,11 +73,19 @@ class Run:
 
 
 def _firewall() -> list[str]:
-    """Every iptables/ip6tables rule of every table, sorted (counters and comments of the dump left out)."""
+    """Every iptables/ip6tables rule of every table, sorted, as `tool table -A ...` (counters, comments and chain
+    headers of the dump left out). A table without rules is no state: iptables makes one on its first use (here the
+    fallback backend's raw-table loss rule at a bridge port, removed again), so on a fresh machine the first run
+    left an empty `*raw` in the dump that changes nothing a packet meets, and this test failed only there."""
     rules = []
     for tool in ("iptables-save", "ip6tables-save"):
         out = subprocess.run([tool], capture_output=True, text=True, check=True).stdout
-        rules += [f"{tool} {r}" for r in out.splitlines() if r and not r.startswith(("#", ":"))]
+        table = ""
+        for r in out.splitlines():
+            if r.startswith("*"):
+                table = r[1:]
+            elif r.startswith("-"):
+                rules.append(f"{tool} {table} {r}")
     return sorted(rules)
 
 
