@@ -180,12 +180,17 @@ def _ratio(a: Any, b: Any) -> float | None:
     return float(a) / float(b) if a is not None and b else None
 
 
+def expected_and_got(sent: dict[str, Any], recv: dict[str, Any], loopback: bool) -> tuple[int, int]:
+    """PDUs sent to the groups the receiver joined (over the loopback: all), and PDUs it received."""
+    by_group = sent.get("sent_by_group") or []
+    joined = len(by_group) if loopback else int(recv.get("joined_groups") or 0)
+    return sum(by_group[:joined]), int(recv.get("messages") or 0)
+
+
 def missing_where(sent: dict[str, Any], recv: dict[str, Any], loopback: bool) -> str | None:
     """When PDUs are missing, where: the receiver's first and last arrival against the sender's first and last send
     (a gap at an edge against one inside the stream), its window, and what the kernel dropped before its socket."""
-    by_group = sent.get("sent_by_group") or []
-    joined = len(by_group) if loopback else int(recv.get("joined_groups") or 0)
-    expected, got = sum(by_group[:joined]), int(recv.get("messages") or 0)
+    expected, got = expected_and_got(sent, recv, loopback)
     if got >= expected:
         return None
     msg = f"{expected - got} of {expected} PDUs missing"
@@ -210,10 +215,7 @@ def missing_where(sent: dict[str, Any], recv: dict[str, Any], loopback: bool) ->
 
 def columns(t: DisTask, sent: dict[str, Any], recv: dict[str, Any], loopback: bool) -> dict[str, float | None]:
     """The task's tidy columns from the two JSON summaries."""
-    by_group = sent.get("sent_by_group") or []
-    joined = len(by_group) if loopback else int(recv.get("joined_groups") or 0)
-    expected = sum(by_group[:joined])
-    got = int(recv.get("messages") or 0)
+    expected, got = expected_and_got(sent, recv, loopback)
     lost = max(0, expected - got)
     secs = sent.get("elapsed_seconds") or t.duration
     vals: dict[str, float | None] = {
