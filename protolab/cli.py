@@ -59,9 +59,9 @@ def cmd_run(a: argparse.Namespace) -> int:
     if a.dry_run:
         return 0
     _need_root("run")
-    from mininet.log import setLogLevel
+    from . import mnlog
 
-    setLogLevel("critical")  # tc warnings (HTB quantum) are not errors
+    mnlog.quiet()
     from .orchestrator import ExperimentRun
 
     live = sys.stderr.isatty() if a.live is None else a.live
@@ -106,9 +106,9 @@ def cmd_spims(a: argparse.Namespace) -> int:
         if a.dry_run:
             return 0
         _need_root("spims")
-        from mininet.log import setLogLevel
+        from . import mnlog
 
-        setLogLevel("critical")
+        mnlog.quiet()
         from .orchestrator import ExperimentRun
 
         return ExperimentRun(plan, results_root=Path(a.results), live=False).run()

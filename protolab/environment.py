@@ -10,6 +10,7 @@ from typing import Any
 
 import psutil
 
+from . import mnlog
 from .hoststats import parse_proc_net_dev
 from .shell import run
 
@@ -35,6 +36,7 @@ def tool_versions() -> dict[str, str]:
     try:
         import mininet.net
 
+        mnlog.standard_loggers()
         mn = getattr(mininet.net, "VERSION", "?")
     except ImportError:
         mn = "not installed"

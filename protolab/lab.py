@@ -29,7 +29,7 @@ from typing import Any
 import docker
 import docker.errors
 
-from . import dockerhost, firewall, impair, naming, nicfilter, ownership, rxcpu, stitch, topo
+from . import dockerhost, firewall, impair, mnlog, naming, nicfilter, ownership, rxcpu, stitch, topo
 from .errors import ExecTimeoutError, LabError, ProtolabError
 from .hoststats import parse_proc_net_dev
 from .impair import Endpoint
@@ -52,6 +52,7 @@ def _mininet():
         from mininet import link, net, node, nodelib  # noqa: F401
     except ImportError as exc:
         raise LabError(f"Mininet is not importable ({exc}); run `make setup`") from None
+    mnlog.standard_loggers()
     return link, net, node, nodelib
 
 

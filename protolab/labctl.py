@@ -454,9 +454,9 @@ def keeper_main(req_json: str) -> int:
     """The keeper process: deploy, say so on stdout (the log), serve, tear down on destroy or SIGTERM."""
     import signal
 
-    from mininet.log import setLogLevel
+    from . import mnlog
 
-    setLogLevel("critical")
+    mnlog.quiet()
     k = Keeper(Request(**json.loads(req_json)))
 
     def stop(_sig: int, _frm: Any) -> None:

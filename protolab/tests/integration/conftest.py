@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from protolab import cleanup, images
+from protolab import cleanup, images, mnlog
 
 
 @pytest.fixture(scope="session", autouse=True)
@@ -24,9 +24,7 @@ def real_lab_available():
     for ref in images.NAMES.values():
         if not images.image_id(ref):
             pytest.skip(f"image {ref} missing: run `make images`")
-    from mininet.log import setLogLevel
-
-    setLogLevel("critical")
+    mnlog.quiet()
     cleanup.clean(verbose=False)  # start from a clean machine
     yield
     cleanup.clean(verbose=False)
