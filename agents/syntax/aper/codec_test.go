@@ -13,6 +13,7 @@ import (
 
 	"protolab/agents/dis"
 	"protolab/agents/syntax"
+	"protolab/agents/syntax/syntaxtest"
 )
 
 func mustNew(t testing.TB) syntax.Codec {
@@ -159,3 +160,5 @@ func TestDecodesAsn1tools(t *testing.T) {
 		}
 	}
 }
+
+func TestDecodeAfterReuse(t *testing.T) { syntaxtest.DecodeAfterReuse(t, mustNew(t), mustNew(t)) }

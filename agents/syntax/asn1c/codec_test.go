@@ -14,6 +14,7 @@ import (
 
 	"protolab/agents/dis"
 	"protolab/agents/syntax"
+	"protolab/agents/syntax/syntaxtest"
 )
 
 func mustNew(t testing.TB, name string) syntax.Codec {
@@ -198,5 +199,11 @@ func TestCrosscheckFixtures(t *testing.T) {
 				t.Errorf("%s differs from the %s encoding (%v): go test ./syntax/asn1c -run Fixtures -update", f, name, err)
 			}
 		}
+	}
+}
+
+func TestDecodeAfterReuse(t *testing.T) {
+	for _, name := range []string{"ber", "der", "uper", "skinny"} {
+		syntaxtest.DecodeAfterReuse(t, mustNew(t, name), mustNew(t, "der"))
 	}
 }
