@@ -59,16 +59,23 @@ type RecvRun struct {
 	Syntax   string      // transfer syntax ("" reads as raw)
 	Start    time.Time   // the receive window: from the joins done (the ready file) ...
 	End      time.Time   // ... to the end of listening
-	// UDP datagrams the kernel dropped in this network namespace during the window, before any socket
-	// read them (full receive buffers: RcvbufErrors; all receive errors: InErrors); nil when unreadable.
-	UDPDrops *UDPDrops
+	// What the kernel dropped in this network namespace during the window before any socket read it: UDP
+	// datagrams (full receive buffers: RcvbufErrors; all receive errors: InErrors), and IP reassembly's
+	// counters (a datagram larger than the MTU arrives in fragments); nil when unreadable.
+	Drops *KernelDrops
 }
 
-// UDPDrops are the UDP receive-error counters of /proc/net/snmp (this process's network namespace).
-type UDPDrops struct{ RcvbufErrors, InErrors float64 }
+// KernelDrops are receive counters of /proc/net/snmp (this process's network namespace): Udp RcvbufErrors
+// and InErrors, and Ip ReasmReqds (fragments that needed reassembly), ReasmOKs (datagrams reassembled),
+// ReasmFails (failures: a fragment refused for want of reassembly memory, or a queue that expired) and
+// ReasmTimeout (queues that expired incomplete).
+type KernelDrops struct {
+	RcvbufErrors, InErrors                         float64
+	ReasmReqds, ReasmOKs, ReasmFails, ReasmTimeout float64
+}
 
-// ReadUDPDrops reads them through procfs.
-func ReadUDPDrops() (*UDPDrops, error) {
+// ReadKernelDrops reads them through procfs.
+func ReadKernelDrops() (*KernelDrops, error) {
 	fs, err := procfs.NewDefaultFS()
 	if err != nil {
 		return nil, err
@@ -81,15 +88,23 @@ func ReadUDPDrops() (*UDPDrops, error) {
 	if err != nil {
 		return nil, err
 	}
-	if snmp.Udp.RcvbufErrors == nil || snmp.Udp.InErrors == nil {
-		return nil, fmt.Errorf("no Udp RcvbufErrors/InErrors in /proc/net/snmp")
+	u, ip := snmp.Udp, snmp.Ip
+	for name, v := range map[string]*float64{"Udp RcvbufErrors": u.RcvbufErrors, "Udp InErrors": u.InErrors,
+		"Ip ReasmReqds": ip.ReasmReqds, "Ip ReasmOKs": ip.ReasmOKs, "Ip ReasmFails": ip.ReasmFails,
+		"Ip ReasmTimeout": ip.ReasmTimeout} {
+		if v == nil {
+			return nil, fmt.Errorf("no %s in /proc/net/snmp", name)
+		}
 	}
-	return &UDPDrops{RcvbufErrors: *snmp.Udp.RcvbufErrors, InErrors: *snmp.Udp.InErrors}, nil
+	return &KernelDrops{RcvbufErrors: *u.RcvbufErrors, InErrors: *u.InErrors, ReasmReqds: *ip.ReasmReqds,
+		ReasmOKs: *ip.ReasmOKs, ReasmFails: *ip.ReasmFails, ReasmTimeout: *ip.ReasmTimeout}, nil
 }
 
 // Minus is the counters' growth since before.
-func (d UDPDrops) Minus(before UDPDrops) UDPDrops {
-	return UDPDrops{RcvbufErrors: d.RcvbufErrors - before.RcvbufErrors, InErrors: d.InErrors - before.InErrors}
+func (d KernelDrops) Minus(before KernelDrops) KernelDrops {
+	return KernelDrops{RcvbufErrors: d.RcvbufErrors - before.RcvbufErrors, InErrors: d.InErrors - before.InErrors,
+		ReasmReqds: d.ReasmReqds - before.ReasmReqds, ReasmOKs: d.ReasmOKs - before.ReasmOKs,
+		ReasmFails: d.ReasmFails - before.ReasmFails, ReasmTimeout: d.ReasmTimeout - before.ReasmTimeout}
 }
 
 // unixSeconds is t as seconds since the epoch (the hosts of a lab share one clock).
@@ -131,8 +146,10 @@ func RecvReport(r RecvRun) map[string]any {
 		out["listen_start_unix"], out["listen_end_unix"] = unixSeconds(r.Start), unixSeconds(r.End)
 	}
 	AddSpan(out, "arrival", sum.First, sum.Last)
-	if d := r.UDPDrops; d != nil {
+	if d := r.Drops; d != nil {
 		out["kernel_udp_rcvbuf_errors"], out["kernel_udp_in_errors"] = d.RcvbufErrors, d.InErrors
+		out["kernel_ip_reasm_reqds"], out["kernel_ip_reasm_oks"] = d.ReasmReqds, d.ReasmOKs
+		out["kernel_ip_reasm_fails"], out["kernel_ip_reasm_timeouts"] = d.ReasmFails, d.ReasmTimeout
 	}
 	if sum.Delay.Count() > 0 {
 		out["delay_p50_seconds"] = sum.Delay.Quantile(0.5)

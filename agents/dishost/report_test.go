@@ -145,13 +145,14 @@ func TestRecvReport(t *testing.T) {
 			name: "work loop and cgroup: ratio without the loop's thread, idle ratio reported",
 			run: RecvRun{Summary: delay, Samples: samplesEvery(t0, 10, 1000, 40*time.Millisecond, 50*time.Millisecond),
 				CgroupOK: true, Work: &WorkRates{Baseline: 10000, After: 10000, Idle: 0.02},
-				Start: ms(-100), End: ms(1500), UDPDrops: &UDPDrops{RcvbufErrors: 3, InErrors: 4}},
+				Start: ms(-100), End: ms(1500), Drops: &KernelDrops{RcvbufErrors: 3, InErrors: 4, ReasmReqds: 10, ReasmOKs: 2, ReasmFails: 6, ReasmTimeout: 1}},
 			want: with(base, "packets", 101.0, "messages", 100.0, "bytes", 14600.0, "entities", 7.0, "entity_timeouts", 0.0,
 				"delay_samples", 100.0, "active_seconds", 0.5, "packets_per_second", 200.0, "messages_per_second", 100*100.0/101/0.5,
 				"delay_p50_seconds", delay.Delay.Quantile(0.5), "delay_p99_seconds", delay.Delay.Quantile(0.99), "delay_mean_seconds", 1e-3,
 				"delay_sd_seconds", sd, "delay_ci99_seconds", 2.5758293035489*sd/10, "pdu_integers", 42.0, "pdu_reals", 9.0,
 				"pdu_octet_strings", 6.0, "arrival_first_unix", 1000.25, "arrival_last_unix", 1000.75,
 				"listen_start_unix", 999.9, "listen_end_unix", 1001.5, "kernel_udp_rcvbuf_errors", 3.0, "kernel_udp_in_errors", 4.0,
+				"kernel_ip_reasm_reqds", 10.0, "kernel_ip_reasm_oks", 2.0, "kernel_ip_reasm_fails", 6.0, "kernel_ip_reasm_timeouts", 1.0,
 				"cpu_window_seconds", 0.4, "work_baseline_per_second", 10000.0, "work_baseline_after_per_second", 10000.0,
 				"work_during_per_second", 10000.0, "cpu_busyloop_ratio", 0.0, "cpu_busyloop_noise_ratio", 0.0,
 				"work_thread_cpu_seconds", 0.16, "cpu_cgroup_idle_ratio", 0.02, "cgroup_cpu_seconds", 0.2, "cpu_cgroup_ratio", 0.1),
@@ -210,15 +211,20 @@ func TestWriteReport(t *testing.T) {
 	}
 }
 
-func TestUDPDropsFromThisNamespace(t *testing.T) {
-	d, err := ReadUDPDrops()
+func TestKernelDropsFromThisNamespace(t *testing.T) {
+	d, err := ReadKernelDrops()
 	if err != nil {
 		t.Skipf("no /proc/net/snmp here: %v", err)
 	}
 	if d.RcvbufErrors < 0 || d.InErrors < d.RcvbufErrors {
 		t.Errorf("counters %+v: InErrors counts every receive error, RcvbufErrors among them", d)
 	}
-	if got := (UDPDrops{RcvbufErrors: 5, InErrors: 9}).Minus(UDPDrops{RcvbufErrors: 2, InErrors: 3}); got != (UDPDrops{3, 6}) {
+	if d.ReasmReqds < d.ReasmOKs || d.ReasmFails < d.ReasmTimeout {
+		t.Errorf("counters %+v: a reassembled datagram took fragments; an expired queue is a failure", d)
+	}
+	a := KernelDrops{RcvbufErrors: 5, InErrors: 9, ReasmReqds: 20, ReasmOKs: 8, ReasmFails: 4, ReasmTimeout: 2}
+	b := KernelDrops{RcvbufErrors: 2, InErrors: 3, ReasmReqds: 10, ReasmOKs: 5, ReasmFails: 1, ReasmTimeout: 1}
+	if got := a.Minus(b); got != (KernelDrops{3, 6, 10, 3, 3, 1}) {
 		t.Errorf("Minus: %+v", got)
 	}
 }

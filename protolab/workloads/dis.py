@@ -19,7 +19,9 @@ on the receiver, timed in place: the codecs' CPU as the lab's traffic pattern le
 `<task>_pdu_integers`, `<task>_pdu_reals` and `<task>_pdu_octet_strings` (a received message's mean
 composition: the leaves of the DIS v6 ASN.1 module, as seed 000's Table 2 counts them), `<task>_dropped_total`
 (datagrams the receiver could not use), `<task>_kernel_drops_total` (UDP datagrams the receiver's network
-namespace dropped before a socket read them, /proc/net/snmp's Udp InErrors over its window), and the receiver's
+namespace dropped before a socket read them, /proc/net/snmp's Udp InErrors over its window),
+`<task>_reasm_fails_total` (Ip ReasmFails over the same window: fragments of datagrams larger than the MTU
+refused or expired in reassembly; past `ipfrag_high_thresh` every new fragment is refused), and the receiver's
 CPU two ways: `<task>_cpu_cgroup_ratio` (its container's cgroup CPU without the work loop's thread, in cores)
 and `<task>_cpu_busyloop_ratio` (the thesis's method: share of a calibrated work loop's throughput lost while
 receiving; needs `busy_loop: true`), each with its floor:
@@ -66,6 +68,7 @@ COLUMNS = (
     "pdu_octet_strings",
     "dropped_total",
     "kernel_drops_total",
+    "reasm_fails_total",
     "cpu_cgroup_ratio",
     "cpu_busyloop_ratio",
     "cpu_cgroup_idle_ratio",

@@ -210,6 +210,10 @@ def missing_where(sent: dict[str, Any], recv: dict[str, Any], loopback: bool) ->
     if (drops := recv.get("kernel_udp_in_errors")) is not None:
         msg += f"; the receiver's namespace dropped {drops:g} UDP datagram(s) before a socket read them"
         msg += f" ({recv.get('kernel_udp_rcvbuf_errors', 0):g} for a full receive buffer)"
+    if fails := recv.get("kernel_ip_reasm_fails"):
+        msg += (f"; IP reassembly failed {fails:g} time(s) there ({recv.get('kernel_ip_reasm_reqds', 0):g} fragments "
+                f"in, {recv.get('kernel_ip_reasm_oks', 0):g} datagrams reassembled, "
+                f"{recv.get('kernel_ip_reasm_timeouts', 0):g} expired incomplete)")  # fmt: skip
     return msg
 
 
@@ -240,6 +244,7 @@ def columns(t: DisTask, sent: dict[str, Any], recv: dict[str, Any], loopback: bo
         "pdu_octet_strings": recv.get("pdu_octet_strings"),
         "dropped_total": sum((recv.get("dropped") or {}).values()),
         "kernel_drops_total": recv.get("kernel_udp_in_errors"),
+        "reasm_fails_total": recv.get("kernel_ip_reasm_fails"),
         "cpu_cgroup_ratio": recv.get("cpu_cgroup_ratio"),
         "cpu_busyloop_ratio": recv.get("cpu_busyloop_ratio"),
         "cpu_cgroup_idle_ratio": recv.get("cpu_cgroup_idle_ratio"),

@@ -256,9 +256,9 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	}
 	var samples []dishost.CPUSample
 	var smu sync.Mutex
-	drops0, dropsErr := dishost.ReadUDPDrops()
+	drops0, dropsErr := dishost.ReadKernelDrops()
 	if dropsErr != nil {
-		slog.Warn("the namespace's UDP drop counters are not readable: not reported", "err", dropsErr)
+		slog.Warn("the namespace's UDP and IP reassembly counters are not readable: not reported", "err", dropsErr)
 	}
 	t0 := time.Now()
 	rctx, cancel := context.WithTimeout(ctx, c.duration)
@@ -298,9 +298,9 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	el := t1.Sub(t0).Seconds()
 	rec := dishost.RecvRun{Plan: plan, Joined: r.Joined, Sockets: sockets, Elapsed: el, Summary: r.Snapshot(), Syntax: *syn,
 		Samples: samples, CgroupOK: cgOK, Start: t0, End: t1}
-	if drops1, err := dishost.ReadUDPDrops(); dropsErr == nil && err == nil {
+	if drops1, err := dishost.ReadKernelDrops(); dropsErr == nil && err == nil {
 		d := drops1.Minus(*drops0)
-		rec.UDPDrops = &d
+		rec.Drops = &d
 	}
 	if wl != nil {
 		// The loop again with no traffic, as long as it was calibrated.

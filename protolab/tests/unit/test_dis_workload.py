@@ -117,13 +117,19 @@ def test_missing_pdus_are_placed_against_the_senders_span_and_the_kernels_drops(
     assert "first arrival +0.4 ms from the first send, last arrival -10.0 ms from the last" in where
     assert "listened from -200 ms to -10 ms around them" in where  # the window closed before the stream did
     assert "dropped 0 UDP datagram(s)" in where and "(0 for a full receive buffer)" in where
+    assert "reassembly" not in where  # no fragment failed: nothing said of it
+    frag = recv | {"kernel_ip_reasm_fails": 40.0, "kernel_ip_reasm_reqds": 1200.0, "kernel_ip_reasm_oks": 580.0}
+    said = "; IP reassembly failed 40 time(s) there (1200 fragments in, 580 datagrams reassembled, "
+    said += "0 expired incomplete)"
+    assert missing_where(sent, frag | {"kernel_ip_reasm_timeouts": 0.0}, loopback=False) == where + said
     assert missing_where(sent, dict(recv, messages=600), loopback=False) is None
     old = {"joined_groups": 2, "messages": 599}  # an agent from before the times were reported
     assert missing_where({"sent_by_group": [300, 300]}, old, False) == (
         "1 of 600 PDUs missing; no send/arrival times in the reports"
     )
     c = columns(task(groups=2), sent, recv | {"kernel_udp_in_errors": 4.0}, loopback=False)
-    assert c["rx_kernel_drops_total"] == 4.0 and c["rx_lost_total"] == 3
+    assert c["rx_kernel_drops_total"] == 4.0 and c["rx_lost_total"] == 3 and c["rx_reasm_fails_total"] is None
+    assert columns(task(groups=2), sent, frag, loopback=False)["rx_reasm_fails_total"] == 40.0
 
 
 class _ExecLab:
