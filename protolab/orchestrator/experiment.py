@@ -33,6 +33,7 @@ from .. import (
     multilab,
     naming,
     ownership,
+    reassembly,
     selfcheck,
 )
 from ..errors import EXIT_INTERRUPTED, EXIT_INVALID, EXIT_OK, ImageError, LabError, ProtolabError
@@ -414,6 +415,8 @@ class ExperimentRun:
     def _measure(self, point: Point, rep: int, lab: Lab, prom: monitor.Prometheus) -> dict[str, Any]:
         ex = point.experiment
         row: dict[str, Any] = {"point": point.id, "repetition": rep, **{k: _cell(v) for k, v in point.values.items()}}
+        if left := reassembly.wait_drained({name: n.pid for name, n in lab.nodes.items()}):
+            self.invalid.append(f"{point.id} rep {rep} ({point.label()}): " + reassembly.describe(left))
         time.sleep(ex.settle)
         unshaped = lab.unshaped()
         lab_pids = [n.pid for n in lab.nodes.values()] + self.monitor_pids + lab.cgroup_pids()
