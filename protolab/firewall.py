@@ -5,12 +5,23 @@ bridged between two ports of *any* Linux bridge traverse that chain, so a Minine
 traffic. We neither switch the sysctl off (Docker needs it) nor open FORWARD: one rule per family accepts
 only frames bridged within a `plab-*` bridge, tagged with the comment `protolab` so teardown and
 `protolab clean` remove exactly it.
+
+The same hand-off has a second effect: where connection tracking is on in the root namespace (Docker's NAT
+turns it on), conntrack's defragmenter (IPv4 hook priority -400) reassembles every fragmented datagram bridged
+between two lab ports, in the root namespace's reassembly memory. A hub or switch never reassembles, and that
+memory (4 MB, `ipfrag_high_thresh`) is shared by every lab: when a congested hub drops single fragments it fills
+with incomplete datagrams for `ipfrag_time` (30 s) and then refuses every fragment, so delivery collapses far
+below the link and the collapse outlives the measurement. `untrack_bridged` adds one nftables table per run
+(family bridge, prerouting, priority -300: before br_netfilter hands the frame to the IP hooks) that marks
+frames entering a lab bridge port (`plab-*`) untracked; the defragmenter and conntrack pass untracked frames by,
+so fragments cross the emulated LAN as fragments and the receiving node reassembles them, as a real one does.
 """
 
 from __future__ import annotations
 
 import logging
 import re
+import shutil
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -89,6 +100,46 @@ def ensure_bridged_forwarding(ledger: Ledger | None = None) -> list[str]:
             f"frames; inserted an ACCEPT for frames bridged within {PREFIX}* bridges into {st.chain}"
         )
     return actions
+
+
+UNTRACK_PRIORITY = -300  # bridge prerouting: before br_netfilter (0), which hands frames to the IP hooks
+
+
+def untrack_table(owner: str) -> str:
+    """The nftables table (family bridge) of one deployed lab's (`owner`: its run and ledger scope) untrack rule."""
+    return "protolab_" + re.sub(r"[^A-Za-z0-9_]", "_", owner)
+
+
+def untrack_ruleset(table: str) -> str:
+    return (f"table bridge {table} {{\n  chain prerouting {{\n    type filter hook prerouting priority "
+            f"{UNTRACK_PRIORITY}; policy accept;\n    iifname \"{PREFIX}*\" notrack\n  }}\n}}\n")  # fmt: skip
+
+
+def untrack_bridged(owner: str, ledger: Ledger | None = None) -> list[str]:
+    """Frames bridged between lab ports skip the root namespace's connection tracking and its defragmenter (see
+    the module's doc); return what was done. Nothing to do where br_netfilter does not hand bridged frames to the
+    IP hooks."""
+    if not any(_sysctl(sysctl) for _, sysctl in FAMILIES.values()):
+        return []
+    table = untrack_table(owner)
+    if not shutil.which("nft"):
+        raise RuntimeError(
+            "bridged lab frames pass the root namespace's connection tracking (net.bridge.bridge-nf-call-iptables"
+            "=1), which would reassemble their fragments in the emulated LAN, and nft is missing to exempt them: "
+            "install nftables (make setup does)"
+        )
+    if ok(["nft", "list", "table", "bridge", table]):
+        return []
+    entry = ledger.add("nft", family="bridge", name=table) if ledger else None
+    try:
+        run(["nft", "-f", "-"], input=untrack_ruleset(table))
+    except CommandError as exc:
+        if ledger and entry:
+            ledger.gone(entry)
+        raise RuntimeError(f"exempting bridged lab frames from connection tracking (nft table bridge {table}): "
+                           f"{exc}") from None  # fmt: skip
+    return [f"frames bridged between {PREFIX}* ports skip the root namespace's conntrack and defragmenter "
+            f"(nft table bridge {table})"]  # fmt: skip
 
 
 TABLES = ("filter", "mangle", "raw")

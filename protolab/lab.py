@@ -303,6 +303,7 @@ class Lab:
             raise ProtolabError("cannot remove what an earlier run left: " + "; ".join(failures))
         self._refuse_foreign()
         self.actions += firewall.ensure_bridged_forwarding(self.ledger)
+        self.actions += firewall.untrack_bridged(f"{self.run_id}_{self.ledger.scope}", self.ledger)
         dockerhost.ensure_mgmt_network(self.client, ledger=self.ledger)
         self._start_containers()
         t1 = time.monotonic()

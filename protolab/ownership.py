@@ -8,8 +8,8 @@
   that are added and not gone; a look-alike protolab did not make is never touched.
 - Every removal is best effort per object: a failure is reported and the entry kept for `clean`.
 
-Kinds (REMOVERS): process, container, network, compose, link, rule, host (settings to restore), engine (a Docker
-engine of an emulated testbed host, its containers and its directories), netns, run.
+Kinds (REMOVERS): process, container, network, compose, link, rule, nft (an nftables table), host (settings to
+restore), engine (a Docker engine of an emulated testbed host, its containers and its directories), netns, run.
 Docker objects also carry the label `protolab.managed=true`, so those of a run whose ledger was lost (the
 state dir is on tmpfs: a reboot) are still found. Scopes split one run's ledger: `session` (monitoring,
 management network, host settings) and one per deployed lab, torn down on its own.
@@ -37,7 +37,7 @@ from .shell import ok, run
 
 RUN_ENV = "PROTOLAB_RUN"  # in the environment of the processes a lab starts; `clean` ends those of dead runs
 MONITORING_LEDGER = "monitoring"  # `protolab up` records the stack it starts here
-KIND_ORDER = ("process", "container", "link", "rule", "network", "compose", "host", "engine", "netns", "run")
+KIND_ORDER = ("process", "container", "link", "rule", "nft", "network", "compose", "host", "engine", "netns", "run")
 
 
 def state_dir() -> Path:
@@ -256,6 +256,14 @@ def _rule(entry: dict[str, Any], _ctx: Context, remove: bool) -> bool:
     return True
 
 
+def _nft(entry: dict[str, Any], _ctx: Context, remove: bool) -> bool:
+    if not ok(["nft", "list", "table", entry["family"], entry["name"]]):
+        return False
+    if remove:
+        run(["nft", "delete", "table", entry["family"], entry["name"]])
+    return True
+
+
 def _process(entry: dict[str, Any], _ctx: Context, remove: bool) -> bool:
     if not alive(entry["pid"], entry.get("start")):
         return False
@@ -355,6 +363,7 @@ REMOVERS: dict[str, Callable[[dict[str, Any], Context, bool], bool]] = {
     "container": _container,
     "link": _link,
     "rule": _rule,
+    "nft": _nft,
     "network": _network,
     "compose": _compose,
     "host": _host,
@@ -372,6 +381,8 @@ def describe(entry: dict[str, Any]) -> str:
         return f"{k} {entry.get('pid')}" + (f" (run {entry['run']})" if k == "run" else "")
     if k == "compose":
         return f"compose project {entry['project']}"
+    if k == "nft":
+        return f"nft table {entry['family']} {entry['name']}"
     if k == "host":
         return "host settings changed by the run"
     if k == "engine":

@@ -86,6 +86,9 @@ def _firewall() -> list[str]:
                 table = r[1:]
             elif r.startswith("-"):
                 rules.append(f"{tool} {table} {r}")
+    # and every nftables table of family bridge (a lab's untrack table, firewall.untrack_bridged)
+    rules += [f"nft {t}" for t in subprocess.run(["nft", "list", "tables", "bridge"], capture_output=True, text=True,
+                                                 check=True).stdout.splitlines()]  # fmt: skip
     return sorted(rules)
 
 

@@ -194,3 +194,17 @@ def test_a_killed_runs_folder_is_finalized_from_its_rows(tmp_path):
     tidy = (run_dir / "tidy.csv").read_text().splitlines()
     assert tidy[0] == "point,repetition,rate,f1_bits_per_second" and len(tidy) == 3
     assert not finalize_orphan(run_dir, {"pid": 4242})  # a folder with a summary is left alone
+
+
+def test_an_nft_table_is_removed_only_while_it_exists(monkeypatch):
+    present = {"protolab_r1_lab"}
+    ran = []
+    monkeypatch.setattr(ownership, "ok", lambda cmd, **kw: cmd[-1] in present)
+    monkeypatch.setattr(ownership, "run", lambda cmd, **kw: ran.append(cmd))
+    entry = {"kind": "nft", "family": "bridge", "name": "protolab_r1_lab"}
+    assert ownership._nft(entry, None, False) and ran == []
+    assert ownership._nft(entry, None, True)
+    assert ran == [["nft", "delete", "table", "bridge", "protolab_r1_lab"]]
+    present.clear()
+    assert not ownership._nft(entry, None, True) and len(ran) == 1
+    assert ownership.describe(entry) == "nft table bridge protolab_r1_lab"
