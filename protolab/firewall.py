@@ -11,7 +11,7 @@ turns it on), conntrack's defragmenter (IPv4 hook priority -400) reassembles eve
 between two lab ports, in the root namespace's reassembly memory. A hub or switch never reassembles, and that
 memory (4 MB, `ipfrag_high_thresh`) is shared by every lab: when a congested hub drops single fragments it fills
 with incomplete datagrams for `ipfrag_time` (30 s) and then refuses every fragment, so delivery collapses far
-below the link and the collapse outlives the measurement. `untrack_bridged` adds one nftables table per run
+below the link and the collapse outlives the measurement. `untrack_bridged` adds one nftables table per lab
 (family bridge, prerouting, priority -300: before br_netfilter hands the frame to the IP hooks) that marks
 frames entering a lab bridge port (`plab-*`) untracked; the defragmenter and conntrack pass untracked frames by,
 so fragments cross the emulated LAN as fragments and the receiving node reassembles them, as a real one does.
