@@ -6,11 +6,12 @@ floods them and every receiver's kernel drops them at once, before IP).
 A plain UDP receive stack costs a few microseconds a packet, the same order as the scheduling noise of a
 two-core machine (CI once saw the sender's CPU 21 % above its blackhole figure with receive work attributed
 correctly). So h2's IP input is made costly on purpose: NFT_RULES non-matching rules in an nftables input chain in
-h2's namespace, about 13 us a packet per 1,000 rules measured here. That work runs in the softirq that receives the
-frame: in the receiver's NAPI thread under `receive_cpu: node`, in the sender's context under `in_context`
+h2's namespace, 7..13 us a packet per 1,000 rules measured here (it varies from day to day). That work runs in
+the softirq that receives the frame: in the receiver's NAPI thread under `receive_cpu: node`, in the sender's
+context under `in_context`
 (measured with 3,000 rules, 24,000 packets a phase: h1's excess over the blackhole phase was +0.97 s in context and
 +0.02 s with `node`, where h2's was +0.91 s).
-Each figure is the median of interleaved repetitions; the bounds are ratios, not times."""
+Each figure is the median of interleaved repetitions; the bounds are ratios or shares of a core, not times."""
 
 from __future__ import annotations
 
@@ -120,8 +121,11 @@ def test_receive_work_is_charged_to_the_receiver(no_leftovers):
     # the receiver pays for what it receives, more for more
     assert full_b > quarter_b > idle_b, fig
     assert full_b - idle_b > 0.01 * SECONDS, fig  # at least 1 % of a core for 6,000 packets/s
-    # the receiver's stack is its own: h2 pays for the rules (~40 us x 24,000 packets a phase)
-    assert full_b - hole_b > 0.5, fig
+    # the receiver's stack is its own: h2 pays for the rules, at least 5 % of a core over the phase (24,000
+    # packets). What the rules cost depends on the machine: +0.91 s on 2026-11-25, +0.49..0.54 s on 2026-11-27
+    # (~21 us a packet), when the old bound of 0.5 s failed a rehearsal. A plain UDP stack costs a few us a
+    # packet, well under this bound; which node pays is the ratio below, not this floor.
+    assert full_b - hole_b > 0.05 * SECONDS, fig
     # and the sender pays for sending, not for its receiver: what h1 spends beyond sending into a blackhole is
     # a small part of what h2's stack cost (in context h1 pays the rules: +0.97 s to h2's +0.55 s, see above)
     assert full_a - hole_a < 0.4 * (full_b - hole_b), fig
