@@ -35,6 +35,21 @@ def cgroup_cpu_seconds(pid: int, root: Path = CGROUP_ROOT) -> float | None:
     return None
 
 
+def parse_snmp(text: str) -> dict[str, dict[str, int]]:
+    """/proc/net/snmp -> protocol (Ip, Icmp, Tcp, Udp, ...) -> counter: each protocol's header line, then its
+    values line."""
+    out: dict[str, dict[str, int]] = {}
+    header: dict[str, list[str]] = {}
+    for line in text.splitlines():
+        proto, _, rest = line.partition(":")
+        words = rest.split()
+        if proto not in header:
+            header[proto] = words
+        else:
+            out[proto] = dict(zip(header[proto], map(int, words), strict=True))
+    return out
+
+
 def parse_proc_net_dev(text: str) -> dict[str, dict[str, int]]:
     """/proc/net/dev -> interface -> rx_bytes, rx_packets, tx_bytes, tx_packets."""
     out = {}

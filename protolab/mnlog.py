@@ -16,9 +16,9 @@ def standard_loggers() -> None:
     logging.setLoggerClass(logging.Logger)
 
 
-def quiet(level: str = "critical") -> None:
-    """Mininet's own log at `level` (its tc warnings, e.g. on HTB's quantum, are not errors), ours untouched."""
+def quiet() -> None:
+    """Mininet's own log at critical only (its tc warnings, e.g. on HTB's quantum, are not errors), ours untouched."""
     from mininet.log import setLogLevel
 
-    setLogLevel(level)
+    setLogLevel("critical")
     standard_loggers()

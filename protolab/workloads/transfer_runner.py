@@ -21,6 +21,7 @@ import shlex
 import threading
 from typing import Any
 
+from ..hoststats import parse_snmp
 from .base import WorkloadError, WorkloadRunner, wait_in_node
 from .spims_agent import Responder, TransportUnavailableError, initiate, interrupt, target
 from .transfer import COLUMNS, EXPEDITED_BYTES, FRAME_OVERHEAD, TransferTask
@@ -188,18 +189,9 @@ def congestion_of(ss_info: str | None) -> str | None:
 
 
 def csum_errors(snmp: str) -> int:
-    """InCsumErrors of the Udp and Tcp lines of /proc/net/snmp (a header line, then a values line each)."""
-    total, header = 0, {}
-    for line in snmp.splitlines():
-        proto, _, rest = line.partition(":")
-        if proto not in ("Udp", "Tcp"):
-            continue
-        words = rest.split()
-        if proto not in header:
-            header[proto] = words
-        elif "InCsumErrors" in header[proto]:
-            total += int(words[header[proto].index("InCsumErrors")])
-    return total
+    """InCsumErrors of the Udp and Tcp lines of /proc/net/snmp."""
+    counters = parse_snmp(snmp)
+    return sum(counters.get(proto, {}).get("InCsumErrors", 0) for proto in ("Udp", "Tcp"))
 
 
 def quic_receiver_figures(result: dict[str, Any]) -> dict[str, float | None]:

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from protolab import cleanup, firewall, naming, ownership, topo
+from protolab import cleanup, firewall, hoststats, naming, ownership, topo
 from protolab.errors import ProtolabError
 from protolab.lab import Lab
 from protolab.shell import run
@@ -74,9 +74,7 @@ def test_hub_floods_every_frame_and_shares_one_capacity(no_leftovers):
 
 
 def _ip_counters(text: str) -> dict[str, int]:
-    """The Ip: counters of a /proc/net/snmp text."""
-    names, values = (line.split()[1:] for line in text.splitlines() if line.startswith("Ip:"))
-    return dict(zip(names, map(int, values), strict=True))
+    return hoststats.parse_snmp(text)["Ip"]
 
 
 def _our_nft_tables() -> list[str]:

@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from protolab import reassembly
+from protolab import hoststats, reassembly
 
 LONE_FRAGMENTS = """
 import socket, struct, sys
@@ -64,9 +64,8 @@ def in_ns(pid: int, code: str, *args: str) -> str:
 
 
 def reasm(pid: int) -> dict[str, int]:
-    text = Path(f"/proc/{pid}/net/snmp").read_text()
-    lines = [line.split() for line in text.splitlines() if line.startswith("Ip:")]
-    return {k: int(v) for k, v in zip(lines[0][1:], lines[1][1:], strict=True) if k.startswith("Reasm")}
+    ip = hoststats.parse_snmp(Path(f"/proc/{pid}/net/snmp").read_text())["Ip"]
+    return {k: v for k, v in ip.items() if k.startswith("Reasm")}
 
 
 def test_full_reassembly_memory_loses_whole_datagrams_until_it_drains(netns: int):

@@ -160,6 +160,20 @@ def test_checksum_errors_from_proc_net_snmp():
     assert csum_errors(bumped) == 8
 
 
+def test_proc_net_snmp_parses_every_protocols_counters():
+    from protolab.hoststats import parse_snmp
+
+    ip = (
+        "Ip: Forwarding DefaultTTL InReceives ReasmTimeout ReasmReqds ReasmOKs ReasmFails\n"
+        "Ip: 1 64 188255 46968 188255 24843 136891\n"
+    )
+    counters = parse_snmp(ip + (FIX / "snmp.txt").read_text())
+    assert set(counters) == {"Ip", "Tcp", "Udp"}
+    assert counters["Ip"] == {"Forwarding": 1, "DefaultTTL": 64, "InReceives": 188255, "ReasmTimeout": 46968,
+                              "ReasmReqds": 188255, "ReasmOKs": 24843, "ReasmFails": 136891}  # fmt: skip
+    assert counters["Tcp"]["MaxConn"] == -1 and counters["Udp"]["InDatagrams"] == 1012568
+
+
 def test_bulk_get_columns_complete_and_interrupted():
     t = task(stack="tcp")
     done = {"stopped": "iterations", "received_bytes": 40960, "samples_seconds": [6.4], "elapsed_seconds": 7.0}
