@@ -19,6 +19,7 @@ from pathlib import Path
 
 from . import dockerhost, naming, ownership, rxcpu
 from .errors import DockerUnreachableError, LabBusyError
+from .killpoint import killpoint
 from .ownership import Context, Ledger
 
 
@@ -80,9 +81,11 @@ def _clean(verbose: bool, forced: bool) -> list[str]:
         for ledger in ownership.ledgers()
         if forced or not any(e["kind"] == "run" and e["pid"] == os.getpid() for e in ledger.entries())
     ]  # not this very process's own lab
+    killpoint("clean")  # test hook (protolab.killpoint), before each step
     if len(ledgers) == len(ownership.ledgers()):
         # receive kthreads a killed lab left in its containers' cgroups, back first: then those cgroups can go
         done += [f"moved napi kthread {p} back to the root cgroup" for p in rxcpu.release_orphans()]
+    killpoint("clean")
     if not forced or len(ledgers) == len(ownership.ledgers()):
         from . import multilab
 
@@ -95,10 +98,13 @@ def _clean(verbose: bool, forced: bool) -> list[str]:
             shutil.rmtree(REMOTE_ROOT, ignore_errors=True)
             done.append(f"removed {REMOTE_ROOT}")
     for ledger in ledgers:
+        killpoint("clean")
         done += _sweep(ledger, ctx, failures)
+    killpoint("clean")
     if docker_error is None:
         for item in _labelled(ctx, remove=True):
             done.append(f"removed {item}")
+    killpoint("clean")
     if _targets().exists():
         _targets().unlink()
     if verbose:
@@ -122,6 +128,7 @@ def _sweep(ledger: Ledger, ctx: Context, failures: list[str]) -> list[str]:
         present = ledger.left(ctx)
     except DockerUnreachableError:
         present = [ownership.describe(e) for e in ledger.entries()]
+    killpoint("clean")
     errs = ledger.sweep(None, ctx)
     failed = {f.split(":")[0] for f in errs}
     done += [f"removed {item} (run {ledger.run_id})" for item in present if item not in failed]

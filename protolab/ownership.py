@@ -32,6 +32,7 @@ from typing import Any
 
 from . import dockerhost, hoststate, naming
 from .errors import DockerUnreachableError, LabBusyError
+from .killpoint import killpoint
 from .results.store import JsonLog
 from .shell import ok, run
 
@@ -416,6 +417,7 @@ class Ledger:
         _ensure_dir(self.path.parent)
         with self._mutex:
             JsonLog(self.path, mode=0o600).append(line)
+        killpoint("ledger")  # test hook (protolab.killpoint): no-op unless PROTOLAB_KILL_AT is set
 
     def add(self, kind: str, **handle: Any) -> dict[str, Any]:
         """Record an object about to be made; returns the entry (give it to made() or gone())."""

@@ -38,6 +38,7 @@ from .. import (
 )
 from ..errors import EXIT_INTERRUPTED, EXIT_INVALID, EXIT_OK, ImageError, LabError, ProtolabError
 from ..exporter import FaultExporter
+from ..killpoint import killpoint
 from ..lab import Lab
 from ..live import LiveView, http_query, progress_line
 from ..results.display import axis_str
@@ -231,13 +232,17 @@ class ExperimentRun:
         self.rundir = RunDir(self.resume) if self.resume else RunDir.create(self.results_root, self.plan.base.name)
         if self.resume:
             self._check_resumable()
+            killpoint("resume")  # test hook (protolab.killpoint), at each step of --resume
             ownership.sweep_dead()  # what the interrupted process left (its ledger), before a new one opens
+            killpoint("resume")
         ownership.LOCK.acquire("run", self.rundir.run_id)  # names the run in the lock's holder record
         ownership.LOCK.release()
         self.ledger = ownership.begin_run(self.rundir.run_id, self.rundir.path, keep=self.keep)
         self.rows_log, self.faults_log = JsonLog(self.rundir.path / ROWS), JsonLog(self.rundir.path / FAULTS_LOG)
         if self.resume:
+            killpoint("resume")
             self._carry_on(images)
+            killpoint("resume")
         else:
             started = dt.datetime.now(dt.UTC).isoformat()
             self.manifest = session.manifest(self.plan, self.rundir.run_id, started, images)
@@ -278,6 +283,7 @@ class ExperimentRun:
             self.invalid += [r for r in before.get("invalid_reasons", []) if not r.startswith(undone)]
             self.guard |= {k: g for k, g in (before.get("guard") or {}).items() if k not in remeasure}
         if remeasure:
+            killpoint("resume")
             self._forget(set(remeasure))
         self.manifest = self.rundir.manifest()
         self.manifest["spec"] = self.plan.raw  # differs at most in REPORT_KEYS: the results read today's
@@ -491,11 +497,13 @@ class ExperimentRun:
                 self.raw.write(point.id, rep, out.name, series, labels[0] if labels else {}, ts, value)
 
     def _destroy(self, lab: Lab) -> None:
+        killpoint("teardown")  # test hook (protolab.killpoint), before each step of a teardown
         lab.teardown()
         self.teardown_failures += lab.teardown_failures
 
     def _close(self, lab: Lab | None, error: BaseException | None, signals: Signals) -> None:
         """Teardown (unless --keep on success), the manifest's end, the results and the ledger's last sweep."""
+        killpoint("teardown")
         self.raw.close()
         self.exporter.close()
         if self.keep and error is None:
@@ -503,10 +511,13 @@ class ExperimentRun:
         else:
             if self.hosts is not None:  # the lab's parts, then the hosts' Prometheus and sessions, while they answer
                 if lab is not None:
+                    killpoint("teardown")
                     lab.teardown()
                     self.teardown_failures += lab.teardown_failures
                     lab = None
+                killpoint("teardown")
                 self.teardown_failures += session.best_effort(self.hosts.close, [])
+            killpoint("teardown")
             self.teardown_failures += session.teardown(lab, self.ledger)
         for f in self.teardown_failures:
             self.invalid.append(f"teardown: {f}")
@@ -523,12 +534,15 @@ class ExperimentRun:
         m["host_state"]["after"] = session.best_effort(ownership.hoststate.snapshot, {})
         m["signals"] = signals.received
         m["repetitions"] = self.repetitions
+        killpoint("teardown")
         self.rundir.write_json("manifest.json", m)
+        killpoint("teardown")
         valid = summary.finish(self.rundir, self.plan, self.rows, self.fault_rows, self.invalid, self.guard,
                                self.self_checks, self.repetitions, self.references, self.skipped)  # fmt: skip
         if self.status == EXIT_OK and not valid:
             self.status = EXIT_INVALID
         if not self.teardown_failures and not self.keep:
+            killpoint("teardown")
             self.ledger.sweep()  # the run record (and anything left) last
 
 
