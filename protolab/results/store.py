@@ -12,16 +12,21 @@ Run ids are UTC timestamps plus a random suffix (`20261122T031500Z-ab12`), so th
 from __future__ import annotations
 
 import csv
+import errno
+import fcntl
+import io
 import json
 import logging
 import math
 import os
 import re
 import secrets
-from collections.abc import Iterable, Mapping, Sequence
+import tempfile
+from collections.abc import Iterable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
+from typing import IO, Any
 
 from ..errors import ProtolabError
 from .display import axis_str, is_measured
@@ -59,14 +64,47 @@ def _jsonable(obj: Any) -> Any:
     return obj
 
 
-def write_json(path: Path, obj: Any) -> Path:
-    """Write atomically (temp file + rename), indented, NaN as null, a newline at the end."""
+def fsync_dir(path: Path) -> None:
+    """fsync a folder, so that a rename or a new file in it survives a crash of the machine."""
+    fd = os.open(path, os.O_RDONLY | os.O_DIRECTORY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+@contextmanager
+def atomic_open(path: Path, mode: int = 0o644, newline: str | None = None) -> Iterator[IO[str]]:
+    """A text file that replaces `path` whole or not at all: written under a unique temporary name in the same
+    folder (`.<name>.<random>.tmp`), flushed and fsynced, renamed over `path`, and the folder fsynced. On any
+    failure (a full disk, a read-only folder, an exception of the caller) the temporary file is removed and
+    `path` is what it was."""
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(f".{path.name}.tmp")
-    tmp.write_text(json.dumps(_jsonable(obj), indent=2, ensure_ascii=False, allow_nan=False) + "\n")
-    os.replace(tmp, path)
-    return path
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    try:
+        os.fchmod(fd, mode)
+        with os.fdopen(fd, "w", newline=newline) as f:
+            yield f
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+    fsync_dir(path.parent)
+
+
+def write_text_atomic(path: Path, text: str, mode: int = 0o644) -> Path:
+    """`text` as the whole of `path`, atomically (atomic_open)."""
+    with atomic_open(path, mode) as f:
+        f.write(text)
+    return Path(path)
+
+
+def write_json(path: Path, obj: Any) -> Path:
+    """Write atomically (atomic_open), indented, NaN as null, a newline at the end."""
+    return write_text_atomic(path, json.dumps(_jsonable(obj), indent=2, ensure_ascii=False, allow_nan=False) + "\n")
 
 
 def load_json(path: Path) -> dict[str, Any]:
@@ -122,9 +160,7 @@ def write_tidy(path: Path, rows: Iterable[Mapping[str, Any]], axes: Sequence[str
     header = [*ID_COLUMNS, *axes, *columns]
     if len(set(header)) != len(header):
         raise ValueError(f"tidy columns repeat: {header}")
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(f".{path.name}.tmp")
-    with tmp.open("w", newline="") as f:
+    with atomic_open(path, newline="") as f:
         w = csv.writer(f, lineterminator="\n")
         w.writerow(header)
         for i, row in enumerate(rows):
@@ -132,7 +168,6 @@ def write_tidy(path: Path, rows: Iterable[Mapping[str, Any]], axes: Sequence[str
             if extra:
                 log.warning("%s: row %d: left out columns not in the header: %s", path, i, sorted(extra))
             w.writerow([_cell(row.get(c)) for c in header])
-    os.replace(tmp, path)
     return path
 
 
@@ -176,21 +211,79 @@ def tidy_header(path: Path) -> list[str]:
         return next(csv.reader(f), [])
 
 
+def _cut_torn_tail(fd: int, path: Path) -> None:
+    """A file that does not end in a newline (a process killed mid-write) is cut back to its last whole line,
+    so that the next line appended is not joined to the torn one."""
+    size = os.fstat(fd).st_size
+    if size == 0 or os.pread(fd, 1, size - 1) == b"\n":
+        return
+    end = size
+    while end > 0:
+        start = max(0, end - 65536)
+        i = os.pread(fd, end - start, start).rfind(b"\n")
+        if i >= 0:
+            break
+        end = start
+    keep = start + i + 1 if end > 0 else 0
+    log.warning("%s: a torn last line (%d bytes) cut off before appending", path, size - keep)
+    os.ftruncate(fd, keep)
+
+
+def append_lines(path: Path, data: bytes, sync: bool = True, mode: int = 0o644) -> None:
+    """Append `data` (whole lines, ending in a newline) to `path`: all of it, or nothing and the error raised.
+
+    The file is locked (flock) while appending; a torn last line left by a killed process is cut off first; a
+    short write is carried on until everything is written; on any failure (ENOSPC, EROFS, EIO, a signal) the file
+    is cut back to where it ended, i.e. at its last whole line. With `sync`, the file is fsynced before returning.
+    """
+    if not data.endswith(b"\n"):
+        raise ValueError(f"{path}: append_lines takes whole lines (ending in a newline)")
+    fd = os.open(path, os.O_RDWR | os.O_APPEND | os.O_CREAT, mode)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX)
+        _cut_torn_tail(fd, Path(path))
+        end = os.fstat(fd).st_size
+        try:
+            view = memoryview(data)
+            while view:
+                view = view[_write(fd, view) :]
+            if sync:
+                os.fsync(fd)
+        except BaseException:
+            try:
+                os.ftruncate(fd, end)
+            except OSError as exc:
+                log.error("%s: cannot cut a partly written line off (%s): the next append cuts it", path, exc)
+            raise
+    finally:
+        os.close(fd)
+
+
+def _write(fd: int, data: memoryview) -> int:
+    n = os.write(fd, data)
+    if n <= 0:
+        raise OSError(errno.EIO, f"write of {len(data)} bytes wrote nothing")
+    return n
+
+
 class RawWriter:
     """Appends raw samples to raw/series.csv as they arrive; the header is written once, for a new file.
 
-    Use as a context manager, or call close(). Each write_rows() call is flushed to disk.
+    Use as a context manager, or call close(). Each write_rows() call appends whole lines (append_lines, not
+    fsynced): a full disk raises there, and the file still ends at its last whole row.
     """
 
     def __init__(self, path: Path) -> None:
         self.path = Path(path)
         self.path.parent.mkdir(parents=True, exist_ok=True)
-        new = not self.path.exists() or self.path.stat().st_size == 0
-        self._f = self.path.open("a", newline="")
-        self._w = csv.writer(self._f, lineterminator="\n")
-        if new:
-            self._w.writerow(RAW_COLUMNS)
-            self._f.flush()
+        self.closed = False
+        if not self.path.exists() or self.path.stat().st_size == 0:
+            self._append([RAW_COLUMNS])
+
+    def _append(self, rows: list[Sequence[Any]]) -> None:
+        buf = io.StringIO()
+        csv.writer(buf, lineterminator="\n").writerows(rows)
+        append_lines(self.path, buf.getvalue().encode(), sync=False)
 
     def write(
         self,
@@ -206,7 +299,9 @@ class RawWriter:
 
     def write_rows(self, rows: Iterable[Sequence[Any] | Mapping[str, Any]]) -> int:
         """Rows as tuples in RAW_COLUMNS order or as mappings with those keys; returns how many."""
-        n = 0
+        if self.closed:
+            raise ValueError(f"{self.path}: the raw writer is closed")
+        out: list[Sequence[Any]] = []
         for row in rows:
             if isinstance(row, Mapping):
                 row = [row[c] for c in RAW_COLUMNS]
@@ -215,14 +310,14 @@ class RawWriter:
             point, rep, phase, series, labels, ts, value = row
             if not isinstance(labels, str):
                 labels = json.dumps(dict(labels), sort_keys=True, separators=(",", ":"))
-            self._w.writerow([point, int(rep), phase, series, labels, _cell(float(ts)), _cell(float(value))])
-            n += 1
-        self._f.flush()
-        return n
+            out.append([point, int(rep), phase, series, labels, _cell(float(ts)), _cell(float(value))])
+        if out:
+            self._append(out)
+        return len(out)
 
     def close(self) -> None:
-        if not self._f.closed:
-            self._f.close()
+        """Nothing is buffered: closing only refuses later writes (and never fails)."""
+        self.closed = True
 
     def __enter__(self) -> RawWriter:
         return self
@@ -330,21 +425,17 @@ FAULTS_LOG = "raw/faults.jsonl"
 
 
 class JsonLog:
-    """An append-only JSON-lines file, each line fsynced as it is written: what a run has measured is on disk
-    before the next measurement starts, whatever happens to the process afterwards."""
+    """An append-only JSON-lines file, each line whole and fsynced as it is written: what a run has measured is on
+    disk before the next measurement starts, whatever happens to the process afterwards; a line that cannot be
+    written whole (a full disk) raises and leaves no part of itself."""
 
     def __init__(self, path: Path, mode: int = 0o644) -> None:
         self.path, self.mode = Path(path), mode
 
     def append(self, obj: Mapping[str, Any]) -> None:
+        """One line, whole and fsynced, or an OSError and the file as it was (append_lines)."""
         self.path.parent.mkdir(parents=True, exist_ok=True)
-        data = (json.dumps(_jsonable(obj), allow_nan=False) + "\n").encode()
-        fd = os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, self.mode)
-        try:
-            os.write(fd, data)
-            os.fsync(fd)
-        finally:
-            os.close(fd)
+        append_lines(self.path, (json.dumps(_jsonable(obj), allow_nan=False) + "\n").encode(), mode=self.mode)
 
     def read(self) -> list[dict[str, Any]]:
         """Every complete line (a line torn by a crash is left out)."""
