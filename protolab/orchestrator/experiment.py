@@ -117,6 +117,7 @@ class ExperimentRun:
         self.fault_rows: list[dict[str, Any]] = []
         self.repetitions: dict[str, dict[str, Any]] = {}  # per point under RepeatUntil: n, converged, nsd
         self.teardown_failures: list[str] = []
+        self.closing_failures: list[str] = []  # steps of _close that failed (a full disk, a read-only folder)
         self.cross_host: dict[str, Any] = {}  # tasks whose ends are on two testbed hosts: their clocks' uncertainty
         self.status = EXIT_OK
 
@@ -165,8 +166,8 @@ class ExperimentRun:
                         if self.view:
                             self.view.update(progress_line(progress, what))
                         row = self._measure(point, rep, lab, prom)
+                        self.rows_log.append(row)  # on disk whole (or an error) before it counts as measured
                         self.rows.append(row)
-                        self.rows_log.append(row)
                         progress.finish()
                     group = self._another_round(points, rng)  # points repeated until stable (RepeatUntil)
                     progress.total += len(group)
@@ -180,20 +181,22 @@ class ExperimentRun:
                     self._destroy(lab)
                     lab = None
         except (Interrupted, KeyboardInterrupt) as exc:
+            signals.finishing = True  # (Interrupted set it already) later signals are said, not raised
             error = exc
             self.status = EXIT_INTERRUPTED
             self.invalid.append(f"interrupted ({exc or 'SIGINT'}) after {len(self.rows)} measurement(s)")
-            print(f"\ninterrupted ({exc or 'SIGINT'}): tearing down", flush=True)
+            session.say(f"\ninterrupted ({exc or 'SIGINT'}): tearing down")
         except Exception as exc:
+            signals.finishing = True
             error = exc
             self.status = EXIT_INVALID
             self.invalid.append(f"aborted: {type(exc).__name__}: {exc}")
-            print(f"\naborted: {exc}\ntearing down", flush=True)
+            session.say(f"\naborted: {exc}\ntearing down")
             log.debug("aborted", exc_info=True)
         finally:
+            signals.finishing = True  # from here on, teardown and the results are not interrupted
             if self.view:
                 self.view.stop()
-            signals.finishing = True
             try:
                 self._close(lab, error, signals)
             finally:
@@ -296,26 +299,22 @@ class ExperimentRun:
         """Drop `point/repetition` measurements from the rows, rows.jsonl and the raw series, so that the resumed
         run measures them again."""
         import csv
+        import json
 
-        from ..results.store import RAW, JsonLog
+        from ..results.store import RAW, atomic_open
 
         def gone(point: Any, rep: Any) -> bool:
             return f"{point}/{rep}" in measurements
 
         self.rows = [r for r in self.rows if not gone(r["point"], r["repetition"])]
-        tmp = self.rows_log.path.with_suffix(".tmp")
-        tmp.unlink(missing_ok=True)
-        for r in self.rows:
-            JsonLog(tmp).append(r)
-        tmp.touch()
-        tmp.replace(self.rows_log.path)
+        with atomic_open(self.rows_log.path) as f:
+            f.writelines(json.dumps(r) + "\n" for r in self.rows)
         raw = self.rundir.path / RAW
         if raw.exists():
-            with raw.open(newline="") as f, raw.with_suffix(".tmp").open("w", newline="") as g:
+            with raw.open(newline="") as f, atomic_open(raw, newline="") as g:
                 rd, wr = csv.reader(f), csv.writer(g, lineterminator="\n")
                 wr.writerow(next(rd, []))
                 wr.writerows(row for row in rd if not (len(row) > 1 and gone(row[0], row[1])))
-            raw.with_suffix(".tmp").replace(raw)
         for k in measurements:
             point, rep = k.split("/")
             for f in (self.rundir.path / "raw" / "tasks").glob(f"{point}-r{rep}-*.json"):
@@ -502,13 +501,56 @@ class ExperimentRun:
         self.teardown_failures += lab.teardown_failures
 
     def _close(self, lab: Lab | None, error: BaseException | None, signals: Signals) -> None:
-        """Teardown (unless --keep on success), the manifest's end, the results and the ledger's last sweep."""
+        """Teardown first (unless --keep on success), then each later step on its own: the raw series and the
+        exporter closed, the manifest's end, the results, the ledger's last sweep. A step that fails (a full disk,
+        a read-only results folder) is recorded and said, and the steps after it still run; results that cannot
+        be written leave the run record in the ledger, so that `protolab clean` finishes the folder later."""
         killpoint("teardown")
-        self.raw.close()
-        self.exporter.close()
+        self._teardown(lab, error)
+        for f in self.teardown_failures:
+            self.invalid.append(f"teardown: {f}")
+        self._closing_step("closing raw/series.csv", self.raw.close)
+        self._closing_step("closing the fault exporter", self.exporter.close)
+        killpoint("teardown")
+        self._closing_step(
+            "writing manifest.json", lambda: self.rundir.write_json("manifest.json", self._manifest_end(signals))
+        )
+        killpoint("teardown")
+        valid = self._closing_step("writing the results", lambda: summary.finish(
+            self.rundir, self.plan, self.rows, self.fault_rows, self.invalid, self.guard, self.self_checks,
+            self.repetitions, self.references, self.skipped))  # fmt: skip
+        if valid is None:  # no summary.json: this run is not valid, whatever was measured
+            self.status = self.status if self.status != EXIT_OK else EXIT_INVALID
+            print(f"INVALID run {self.rundir.run_id}: " + "; ".join(self.invalid), flush=True)
+        elif self.status == EXIT_OK and not valid:
+            self.status = EXIT_INVALID
+        if not self.teardown_failures and not self.keep and valid is not None:
+            killpoint("teardown")
+            self._closing_step("the ledger's last sweep", self.ledger.sweep)  # the run record (and anything left)
+
+    def _closing_step(self, what: str, step: Any) -> Any:
+        """Run one step of _close; its failure is recorded as a reason the run is invalid and printed, not raised
+        (None returned)."""
+        try:
+            return step()
+        except Exception as exc:
+            reason = f"{what} failed: {type(exc).__name__}: {exc}"
+            self.invalid.append(reason)
+            self.closing_failures.append(reason)
+            if self.status == EXIT_OK:
+                self.status = EXIT_INVALID
+            session.say(reason)
+            log.debug("%s", what, exc_info=True)
+            return None
+
+    def _teardown(self, lab: Lab | None, error: BaseException | None) -> None:
+        """The lab, the testbed hosts' parts, monitoring and whatever the ledger lists (unless --keep on success);
+        an exception of its own is a teardown failure too (recorded, not raised: the ledger then stays for
+        `protolab clean`)."""
         if self.keep and error is None:
             print("--keep: the lab and monitoring stay up; `make clean` removes them", flush=True)
-        else:
+            return
+        try:
             if self.hosts is not None:  # the lab's parts, then the hosts' Prometheus and sessions, while they answer
                 if lab is not None:
                     killpoint("teardown")
@@ -519,8 +561,11 @@ class ExperimentRun:
                 self.teardown_failures += session.best_effort(self.hosts.close, [])
             killpoint("teardown")
             self.teardown_failures += session.teardown(lab, self.ledger)
-        for f in self.teardown_failures:
-            self.invalid.append(f"teardown: {f}")
+        except Exception as exc:
+            self.teardown_failures.append(f"{type(exc).__name__}: {exc}")
+            session.say(f"teardown: {type(exc).__name__}: {exc}")
+
+    def _manifest_end(self, signals: Signals) -> dict[str, Any]:
         m = self.manifest
         m["finished_at"] = dt.datetime.now(dt.UTC).isoformat()
         m["environment"]["dynamic_end"] = session.best_effort(environment.dynamic, {})
@@ -534,16 +579,8 @@ class ExperimentRun:
         m["host_state"]["after"] = session.best_effort(ownership.hoststate.snapshot, {})
         m["signals"] = signals.received
         m["repetitions"] = self.repetitions
-        killpoint("teardown")
-        self.rundir.write_json("manifest.json", m)
-        killpoint("teardown")
-        valid = summary.finish(self.rundir, self.plan, self.rows, self.fault_rows, self.invalid, self.guard,
-                               self.self_checks, self.repetitions, self.references, self.skipped)  # fmt: skip
-        if self.status == EXIT_OK and not valid:
-            self.status = EXIT_INVALID
-        if not self.teardown_failures and not self.keep:
-            killpoint("teardown")
-            self.ledger.sweep()  # the run record (and anything left) last
+        m["closing_failures"] = self.closing_failures  # steps of _close before this one that failed
+        return m
 
 
 def _cell(v: Any) -> Any:

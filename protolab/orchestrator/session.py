@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import contextlib
 import logging
+import os
 import signal
 import sys
 import threading
@@ -20,11 +22,13 @@ class Interrupted(BaseException):  # noqa: N818 (like KeyboardInterrupt: not an 
 
 
 class Signals:
-    """SIGINT, SIGTERM and SIGHUP alike: the first stops the run where it is (Interrupted); while tearing down,
-    later ones are said and otherwise ignored, so teardown and the results always finish. After SIGHUP (the
-    terminal is gone) output goes to console.log in the results folder."""
+    """SIGINT, SIGTERM and SIGHUP alike: the first stops the run where it is (Interrupted) and from then on the run
+    is finishing: later ones are said ("already stopping, cleaning up") and otherwise ignored, so teardown and the
+    results always finish. After SIGHUP (the terminal is gone) the process's stdout and stderr (fds 1 and 2, so
+    also whatever a live view restores) go to console.log in the results folder."""
 
     HANDLED = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
+    CONSOLE_LOG = "console.log"
 
     def __init__(self, log_dir: Path) -> None:
         self.log_dir, self.received, self.finishing = log_dir, [], False
@@ -43,12 +47,33 @@ class Signals:
         name = signal.Signals(signum).name
         self.received.append(name)
         if signum == signal.SIGHUP:
-            sys.stdout = sys.stderr = (self.log_dir / "console.log").open("a", buffering=1)
+            self._to_console_log()
         if self.finishing:
-            print(f"\n{name}: still tearing down and writing the results (measured rows are on disk already)",
-                  flush=True)  # fmt: skip
+            say(f"\n{name}: already stopping, cleaning up (measured rows are on disk already)")
             return
+        self.finishing = True
         raise Interrupted(name)
+
+    def _to_console_log(self) -> None:
+        """fds 1 and 2 onto console.log (the terminal's are gone: writing there fails with EIO)."""
+        try:
+            fd = os.open(self.log_dir / self.CONSOLE_LOG, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+        except OSError as exc:  # a full or read-only results folder: the output is lost, the run goes on
+            fd = os.open(os.devnull, os.O_WRONLY)
+            log.debug("console.log: %s", exc)
+        for stream, target in ((sys.stdout, 1), (sys.stderr, 2)):
+            with contextlib.suppress(Exception):
+                stream.flush()
+            os.dup2(fd, target)
+        os.close(fd)
+
+
+def say(text: str) -> None:
+    """Print a line for the person running protolab; a terminal that is gone (EIO, EPIPE) is no error of the run."""
+    try:
+        print(text, flush=True)
+    except (OSError, ValueError) as exc:
+        log.debug("could not print %r: %s", text, exc)
 
 
 class Progress:

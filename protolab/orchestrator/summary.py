@@ -50,8 +50,10 @@ def finish(rundir: Any, plan: Any, rows: list[dict[str, Any]], fault_rows: list[
 def write_faults_csv(path: Path, fault_rows: list[dict[str, Any]]) -> None:
     """Every column any row has, in the order they first appear: rows carried on by --resume from a run of an
     earlier protolab may lack the columns added since (left empty)."""
+    from ..results.store import atomic_open
+
     columns = list(dict.fromkeys(k for r in fault_rows for k in r))
-    with path.open("w", newline="") as f:
+    with atomic_open(path, newline="") as f:
         w = csv.DictWriter(f, fieldnames=columns, restval="")
         w.writeheader()
         w.writerows(fault_rows)
