@@ -40,6 +40,7 @@ from .model.report import (
     resolve_reference,
 )
 from .model.topology import TopologyDef
+from .model.types import ImageRef, SafeName
 from .units import Seconds, format_duration
 from .workloads import TASK_MODELS
 
@@ -149,7 +150,7 @@ class TopologySpec(Strict):
 
 
 class NodeSpec(Strict):
-    image: str = Field("protolab/node", description="container image (built by `make images`)")
+    image: ImageRef = Field("protolab/node", description="container image (built by `make images`)")
     cpus: float | None = Field(None, gt=0, description="CPU budget in cores (cgroup quota); null = none")
     command: list[str] | None = Field(
         None, description="arguments for the image's entrypoint (the agent); null = the image's default"
@@ -210,8 +211,8 @@ class Measurement(Strict):
 
     name: str = Field(..., pattern=COLUMN_RE, description="column prefix; the unit is appended")
     kind: Literal["interface_rate", "cpu"] = "interface_rate"
-    node: str
-    interface: str | None = Field(None, description="interface_rate: e.g. h1-eth0")
+    node: SafeName
+    interface: SafeName | None = Field(None, description="interface_rate: e.g. h1-eth0")
     direction: Literal["rx", "tx"] = "rx"
     unit: Literal["bits", "packets"] = "bits"
     phase: str | None = Field(None, description="only this phase's window (default: the mean over all phases)")
@@ -267,7 +268,7 @@ class Experiment(Strict):
     description: str
     seed: Seed
     topology: TopologySpec
-    nodes: dict[str, NodeSpec] = Field(
+    nodes: dict[SafeName, NodeSpec] = Field(
         default_factory=lambda: {"default": NodeSpec()},
         description="node name -> image and CPU budget; 'default' applies to nodes not listed",
     )

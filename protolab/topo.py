@@ -14,6 +14,7 @@ from __future__ import annotations
 import contextlib
 import importlib.util
 import ipaddress
+import re
 import sys
 from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
@@ -24,7 +25,8 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from .errors import SpecError
 from .model.impairment import LinkImpairment, percents_as_written
-from .model.topology import HUB_QUEUE_DOC, NIC_FILTER_DOC, NicFilterMode, interface_name_problem
+from .model.topology import HUB_QUEUE_DOC, NIC_FILTER_DOC, NODE_NAME_RE, NicFilterMode, interface_name_problem
+from .model.types import image_problem, name_problem, plain_address, plain_interface, plain_network
 from .registry import Registry
 from .units import BitsPerSecond
 
@@ -164,7 +166,9 @@ class Topology:
 
     def problems(self) -> list[str]:
         """What would stop this topology from being built as given (empty: nothing)."""
-        out: list[str] = []
+        out: list[str] = self._type_problems()
+        if out:  # a value of the wrong type is reported alone: the checks below would only echo it
+            return out
         names = self.node_names()
         known = set(names)
         if dup := sorted({n for n in names if names.count(n) > 1}):
@@ -218,6 +222,43 @@ class Topology:
             if frozenset(imp.link) not in pairs:
                 out.append(f"impairment on {imp.link[0]}-{imp.link[1]}: no link between {imp.link[0]} and "
                            f"{imp.link[1]}")  # fmt: skip
+        return out
+
+    def _type_problems(self) -> list[str]:
+        """Every value that later names something on the machine or reaches a command, checked by its type (the
+        topology file's model checks them too; a generator's output and a topology read back from JSON are checked
+        here): node names, roles, images, placements, segment names, addresses, routes."""
+        out: list[str] = []
+
+        def check(what: str, why: str | None) -> None:
+            if why:
+                out.append(f"{what}: {why}")
+
+        def address(v: str, fn: Any) -> str | None:
+            try:
+                fn(v)
+            except (ValueError, TypeError) as exc:
+                return str(exc)
+            return None
+
+        for n in self.node_names():
+            if not isinstance(n, str) or not re.fullmatch(NODE_NAME_RE, n):
+                out.append(f"node {n!r}: a node name is lower-case letters, digits and _, starting with a letter")
+        for h in self.hosts:
+            check(f"node {h.name}: role", name_problem(h.role))
+            check(f"node {h.name}: host", h.host and name_problem(h.host))
+            check(f"node {h.name}: image", h.image and image_problem(h.image))
+            for x in h.interfaces:
+                check(f"node {h.name}: interface {x.name!r}: address", x.address and address(x.address, _plain_cidr))
+            for dst, gw in h.routes:
+                check(f"node {h.name}: route to {dst!r}", address(dst, plain_network))
+                check(f"node {h.name}: route to {dst!r} via {gw!r}", address(gw, plain_address))
+        for s in self.switches:
+            check(f"node {s.name}: host", s.host and name_problem(s.host))
+        for lk in self.links:
+            check(f"link {lk.node1!r}-{lk.node2!r}: segment", name_problem(lk.segment))
+            for ip in (lk.ip1, lk.ip2):
+                check(f"link {lk.node1}-{lk.node2}: address", ip and address(ip, _plain_cidr))
         return out
 
     def connected(self, host: str) -> list[ipaddress.IPv4Interface | ipaddress.IPv6Interface]:
@@ -303,6 +344,12 @@ class Topology:
                 if why := self.unreachable_route(h.name, gw, addrs):
                     out.append(f"node {h.name}: route to {dst} via {gw}: {why}")
         return out
+
+
+def _plain_cidr(v: str) -> None:
+    """An IPv4 address with its prefix length and nothing else (ValueError: why not)."""
+    if "/" not in v or ipaddress.ip_interface(plain_interface(v)).version != 4:
+        raise ValueError(f"{v!r}: give an IPv4 address with its prefix length, e.g. 10.0.1.1/24")
 
 
 class TopologyError(SpecError, ValueError):

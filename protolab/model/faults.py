@@ -23,6 +23,7 @@ from pydantic import Field, ValidationInfo, field_validator, model_validator
 from ..units import Bytes, Seconds, format_duration
 from .base import Strict
 from .impairment import Impairment
+from .types import SafeName
 
 MAX_FAULT_EVENTS_PER_PHASE = 10_000  # every event is a timed `ip link` or tc change; more is a typo, not a test
 LINK_ACTIONS = ("down", "up")
@@ -99,8 +100,8 @@ class Fault(Strict):
     """One timed action on a link or a node, a flap pattern (expanded into down/up events), a stress or a
     changed CPU budget of a node."""
 
-    link: tuple[str, str] | None = Field(None, description="the link a link fault acts on, e.g. [h1, s1]")
-    node: str | None = Field(None, description="the host a node fault acts on (its container), e.g. h2")
+    link: tuple[SafeName, SafeName] | None = Field(None, description="the link a link fault acts on, e.g. [h1, s1]")
+    node: SafeName | None = Field(None, description="the host a node fault acts on (its container), e.g. h2")
     at: Seconds | None = Field(None, description="when (after the phase start) a single action happens")
     action: Literal["down", "up", "kill", "restart", "pause", "unpause"] | None = Field(
         None, description="a link's down|up; a node's kill|restart (its processes), pause|unpause (the freezer)"

@@ -33,6 +33,7 @@ from pydantic import Field, field_validator, model_validator
 from ..units import BitsPerSecond
 from .base import Strict
 from .impairment import Impairment
+from .types import ImageRef, IpAddress, IpNetwork, SafeName, plain_interface, plain_network
 
 NicFilterMode = Literal["perfect", "hash64", "promiscuous"]
 NIC_FILTER_DOC = (
@@ -55,10 +56,7 @@ MAX_NODES = 512
 def _cidr(v: str | None) -> str | None:
     if v is None:
         return v
-    try:
-        iface = ipaddress.ip_interface(v)
-    except ValueError:
-        raise ValueError(f"{v!r} is not an address with a prefix length, e.g. 10.0.1.1/24") from None
+    iface = ipaddress.ip_interface(plain_interface(v))
     if "/" not in v:
         raise ValueError(f"{v!r} needs a prefix length, e.g. {v}/24")
     if iface.version != 4:
@@ -69,26 +67,8 @@ def _cidr(v: str | None) -> str | None:
 
 
 class Route(Strict):
-    to: str = Field(..., description="destination prefix, e.g. 10.0.9.0/24")
-    via: str = Field(..., description="gateway address on a subnet the node is on")
-
-    @field_validator("to")
-    @classmethod
-    def _prefix(cls, v: str) -> str:
-        try:
-            ipaddress.ip_network(v)
-        except ValueError as exc:
-            raise ValueError(f"{v!r}: {exc}") from None
-        return v
-
-    @field_validator("via")
-    @classmethod
-    def _addr(cls, v: str) -> str:
-        try:
-            ipaddress.ip_address(v)
-        except ValueError:
-            raise ValueError(f"{v!r} is not an address") from None
-        return v
+    to: IpNetwork = Field(..., description="destination prefix, e.g. 10.0.9.0/24")
+    via: IpAddress = Field(..., description="gateway address on a subnet the node is on")
 
 
 IFNAME_RE = re.compile(r"^[a-z][a-z0-9_]{0,14}$")  # within IFNAMSIZ (15)
@@ -99,9 +79,9 @@ def interface_name_problem(name: str) -> str | None:
     """Why `name` cannot be an extra interface's (None: it can)."""
     if re.fullmatch(r"[a-z0-9_]+-eth\d+", name):
         return f"{name!r} is the form of the lab's own link interfaces (<node>-eth<N>); choose another name"
-    if not IFNAME_RE.match(name):
+    if not IFNAME_RE.fullmatch(name):
         return f"{name!r}: an interface name is 1-15 lower-case letters, digits and _, starting with a letter"
-    if RESERVED_IFNAME_RE.match(name):
+    if RESERVED_IFNAME_RE.fullmatch(name):
         return f"{name!r} is taken in every node (lo: its loopback, eth0: its management interface)"
     return None
 
@@ -132,9 +112,9 @@ class InterfaceDef(Strict):
 
 class NodeDef(Strict):
     kind: Literal["host", "router", "switch", "hub"] = Field("host", description="host, router, switch or hub")
-    image: str | None = Field(None, description="container image (hosts, routers); null: the experiment's default")
+    image: ImageRef | None = Field(None, description="container image (hosts, routers); null: the experiment's default")
     cpus: float | None = Field(None, gt=0, description="CPU budget in cores (hosts, routers); null: none")
-    role: str | None = Field(None, description="label for metrics (default: the kind)")
+    role: SafeName | None = Field(None, description="label for metrics (default: the kind)")
     routes: list[Route] = Field(default_factory=list, description="static routes beyond the automatic ones")
     capacity: BitsPerSecond | None = Field(None, description="hub: the shared medium's capacity")
     nic_filter: NicFilterMode | None = Field(None, description="hosts, routers: " + NIC_FILTER_DOC + "; null: perfect")
@@ -144,9 +124,8 @@ class NodeDef(Strict):
         default_factory=list,
         description="extra interfaces made inside the node, e.g. [{name: lo1, address: 192.0.2.1/32}]",
     )
-    host: str | None = Field(
+    host: SafeName | None = Field(
         None,
-        min_length=1,
         description="the testbed host (inventory name) it runs on; a hub or switch takes its members along; "
         "null: placed by the run (protolab.placement)",
     )
@@ -193,7 +172,7 @@ class LinkDef(Strict):
         None, description="the two ends' addresses with prefix, e.g. [10.0.9.1/24, 10.0.9.2/24]; null: assigned"
     )
     impairments: Directions | None = Field(None, description="{both|forward|reverse: impairment}")
-    segment: str | None = Field(None, description="a name for reports (default: the two endpoints)")
+    segment: SafeName | None = Field(None, description="a name for reports (default: the two endpoints)")
 
     @field_validator("addresses")
     @classmethod
@@ -221,10 +200,7 @@ class SegmentDef(Strict):
     @classmethod
     def _subnet(cls, v: str | None) -> str | None:
         if v is not None:
-            try:
-                net = ipaddress.ip_network(v)
-            except ValueError as exc:
-                raise ValueError(f"{v!r}: {exc}") from None
+            net = ipaddress.ip_network(plain_network(v))
             if net.version != 4 or net.prefixlen > 30:
                 raise ValueError(f"{v!r}: an IPv4 prefix of /30 or wider")
         return v
@@ -261,6 +237,6 @@ class TopologyDef(Strict):
         if len(v) > MAX_NODES:
             raise ValueError(f"{len(v)} nodes: more than the limit of {MAX_NODES}")
         for name in v:
-            if not re.match(NODE_NAME_RE, name):
+            if not re.fullmatch(NODE_NAME_RE, name):
                 raise ValueError(f"{name!r}: a node name is lower-case letters, digits and _, starting with a letter")
         return v

@@ -190,6 +190,13 @@ def test_measured_values_in_their_own_colour_on_their_link_only():
 AWKWARD = ['say "hi"', "web-1", "back\\slash", "node", "ünï cødé", "a<b>&c|#d`e"]
 
 
+@pytest.fixture
+def awkward_types(monkeypatch):
+    """Topology.validate refuses these names by type (test_hostile_inputs); escaping is the graph's own defense, so
+    it is tried here with that check off."""
+    monkeypatch.setattr(Topology, "_type_problems", lambda self: [])
+
+
 def _awkward() -> Topology:
     t = Topology(
         "kind with \"quotes\" and\\",
@@ -204,7 +211,7 @@ def _awkward() -> Topology:
 
 
 @needs_dot
-def test_awkward_names_give_dot_that_graphviz_accepts():
+def test_awkward_names_give_dot_that_graphviz_accepts(awkward_types):
     t = _awkward()
     dot = graph.to_dot(t, [LinkImpairment(link=(AWKWARD[0], AWKWARD[3]), delay="1ms")], title='a "title"\\')
     assert sorted(_unquote(n) for n, _ in NODE_RE.findall(dot)) == sorted(t.node_names())
@@ -217,7 +224,7 @@ def test_awkward_names_give_dot_that_graphviz_accepts():
     assert graph.render(dot, "pdf").startswith(b"%PDF")
 
 
-def test_awkward_names_are_escaped_for_mermaid():
+def test_awkward_names_are_escaped_for_mermaid(awkward_types):
     mermaid = graph.to_mermaid(_awkward())
     labels = re.findall(r'"([^"]*)"', mermaid)
     assert all(line.count('"') % 2 == 0 for line in mermaid.splitlines())
