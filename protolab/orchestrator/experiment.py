@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import datetime as dt
 import logging
+import os
 import random
 import time
 from pathlib import Path
@@ -253,6 +254,7 @@ class ExperimentRun:
         self.manifest["host_state"] = {"before": ownership.record_host(self.ledger)}
         self.rundir.write_json("manifest.json", self.manifest)
         self.raw = self.rundir.raw_writer()
+        reserve_space(self.rundir.path)
         resumed = f" (resumed with {len(self.rows)} measured row(s))" if self.resume else ""
         print(f"results -> {self.rundir.path}{resumed}", flush=True)
 
@@ -511,6 +513,7 @@ class ExperimentRun:
             self.invalid.append(f"teardown: {f}")
         self._closing_step("closing raw/series.csv", self.raw.close)
         self._closing_step("closing the fault exporter", self.exporter.close)
+        release_space(self.rundir.path)  # on a full disk, room for the manifest, tidy.csv and summary.json
         killpoint("teardown")
         self._closing_step(
             "writing manifest.json", lambda: self.rundir.write_json("manifest.json", self._manifest_end(signals))
@@ -581,6 +584,30 @@ class ExperimentRun:
         m["repetitions"] = self.repetitions
         m["closing_failures"] = self.closing_failures  # steps of _close before this one that failed
         return m
+
+
+def reserve_space(run_dir: Path) -> None:
+    """Hold RESERVE_BYTES of the results folder's disk (a hidden file) until the run's end, where
+    release_space frees it first: a disk that fills during the run still takes the summary saying so."""
+    from ..results.store import RESERVE, RESERVE_BYTES
+
+    try:
+        fd = os.open(run_dir / RESERVE, os.O_WRONLY | os.O_CREAT, 0o600)
+        try:
+            os.posix_fallocate(fd, 0, RESERVE_BYTES)
+        finally:
+            os.close(fd)
+    except OSError as exc:  # no room for it: the run goes on, its end may find no room either
+        log.warning("%s: cannot reserve %d bytes for the run's end: %s", run_dir, RESERVE_BYTES, exc)
+
+
+def release_space(run_dir: Path) -> None:
+    from ..results.store import RESERVE
+
+    try:
+        (run_dir / RESERVE).unlink(missing_ok=True)
+    except OSError as exc:  # a read-only folder: nothing can be written there anyway
+        log.warning("%s: %s", run_dir / RESERVE, exc)
 
 
 def _cell(v: Any) -> Any:

@@ -10,7 +10,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from .store import MANIFEST, ROWS, SCHEMA_VERSION, SUMMARY, JsonLog, load_json, write_json, write_tidy
+from .store import MANIFEST, RESERVE, ROWS, SCHEMA_VERSION, SUMMARY, JsonLog, load_json, write_json, write_tidy
 
 
 def finalize_orphan(run_dir: Path, run: dict[str, Any]) -> bool:
@@ -18,6 +18,7 @@ def finalize_orphan(run_dir: Path, run: dict[str, Any]) -> bool:
     run_dir = Path(run_dir)
     if not run_dir.is_dir() or (run_dir / SUMMARY).exists():
         return False
+    (run_dir / RESERVE).unlink(missing_ok=True)  # the disk the run held for its end
     try:
         manifest = load_json(run_dir / MANIFEST)
     except Exception:
@@ -26,7 +27,8 @@ def finalize_orphan(run_dir: Path, run: dict[str, Any]) -> bool:
     axes = manifest.get("axes") or []
     columns = manifest.get("columns") or sorted({k for r in rows for k in r} - {"point", "repetition", *axes})
     write_tidy(run_dir / "tidy.csv", rows, axes, columns)
-    reason = (f"the run's process (PID {run.get('pid')}) ended without finishing (killed?); "
+    reason = (f"the run's process (PID {run.get('pid')}) ended without finishing (killed, or its results folder "
+              f"full or read-only: see its output); "
               f"{len(rows)} measured row(s) recovered by `protolab clean`")  # fmt: skip
     write_json(
         run_dir / SUMMARY,

@@ -421,6 +421,8 @@ def latest(results_root: Path, experiment: str) -> Path | None:
 
 
 ROWS = "rows.jsonl"  # measured rows as they are measured; tidy.csv is written from them
+RESERVE = ".space-reserve"  # disk held by a running run for its end (orchestrator.experiment.reserve_space)
+RESERVE_BYTES = 4 << 20
 FAULTS_LOG = "raw/faults.jsonl"
 
 

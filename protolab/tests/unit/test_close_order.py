@@ -14,7 +14,7 @@ from protolab.errors import EXIT_INTERRUPTED, EXIT_INVALID, EXIT_OK
 from protolab.orchestrator import experiment, session
 from protolab.orchestrator.experiment import ExperimentRun
 from protolab.orchestrator.session import Interrupted, Signals
-from protolab.results.store import RunDir
+from protolab.results.store import RESERVE, RESERVE_BYTES, RunDir
 
 
 def _enospc(what: str):
@@ -73,7 +73,10 @@ class Steps:
 
 def test_teardown_runs_first_and_a_full_disk_at_the_raw_log_is_recorded(monkeypatch, tmp_path, capsys):
     s = Steps(monkeypatch, tmp_path, fail={"raw.close"})
+    experiment.reserve_space(s.run.rundir.path)
+    assert (s.run.rundir.path / RESERVE).stat().st_size == RESERVE_BYTES
     s.close()
+    assert not (s.run.rundir.path / RESERVE).exists()  # freed before the manifest and summary are written
     assert s.order == ["teardown", "raw.close", "exporter.close", "manifest.json", "summary", "ledger.sweep"]
     reason = "closing raw/series.csv failed: OSError: [Errno 28] No space left on device (raw.close)"
     assert s.finished_with == [reason]  # the summary says why the run is invalid
