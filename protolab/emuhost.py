@@ -67,6 +67,11 @@ def start(names: list[str], ledger: ownership.Ledger, ssh: bool = False) -> list
     """One emulated host per name (letters, digits, _), joined by UNDERLAY_BRIDGE, each engine answering. With
     `ssh`, each also runs an sshd on its underlay address, so that it can stand for a remote host reached over SSH
     (write_inventory then names it by address, login and key instead of by namespace)."""
+    for name in names:  # each names a namespace, folders and an inventory's host: typed before anything is made
+        if not name or not all(c.isascii() and (c.isalnum() or c == "_") for c in name) or len(name) > 20:
+            raise LabError(f"--emulate-hosts: {name!r} is not an emulated host name (1-20 letters, digits or _)")
+    if len(set(names)) != len(names):
+        raise LabError(f"--emulate-hosts: a name given twice ({', '.join(names)})")
     if len(names) > UNDERLAY_NET.num_addresses - 3:
         raise LabError(f"{len(names)} emulated hosts: more than the underlay {UNDERLAY_NET} holds")
     hosts = []

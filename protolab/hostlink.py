@@ -19,6 +19,7 @@ import subprocess
 from pathlib import Path
 from typing import Any
 
+from . import placement
 from .errors import LabError
 from .placement import TestbedHost
 from .shell import in_netns
@@ -43,7 +44,16 @@ def ssh(host: TestbedHost) -> list[str]:
         argv += ["-i", host.ssh_key, "-o", "IdentitiesOnly=yes"]
     if host.known_hosts:
         argv += ["-o", f"UserKnownHostsFile={host.known_hosts}", "-o", "StrictHostKeyChecking=yes"]
-    return [*argv, f"{host.user}@{host.address}", "--"]
+    return [*argv, destination(host), "--"]
+
+
+def destination(host: TestbedHost) -> str:
+    """ssh's `user@address`, checked again here (placement types both): a word that ssh could take for an option
+    never reaches its argv."""
+    dest = f"{host.user}@{host.address}"
+    if dest.startswith("-") or any(c.isspace() for c in dest) or placement.USER_RE.fullmatch(host.user) is None:
+        raise LabError(f"testbed host {host.name}: {dest!r} is not a login at an address")
+    return dest
 
 
 def command(host: TestbedHost, cmd: list[str]) -> list[str]:
@@ -85,17 +95,25 @@ def copy_images(engines: dict[str, str], refs: set[str], log: Any = print) -> No
             raise LabError(f"image {ref} not copied to testbed host(s): " + "; ".join(failed))
 
 
-def engine(host: TestbedHost) -> str:
+def engine(host: TestbedHost, fresh: bool = False) -> str:
     """The host's Docker engine as this machine reaches it: an emulated host's own socket; a remote host's
     `unix://` engine through its SSH session (the socket forwarded to one here, OpenSSH's -O forward on the open
-    session); a `tcp://` endpoint as it is."""
+    session); a `tcp://` endpoint as it is. `fresh`: the kept-open session checked first (`ssh -O check`), and
+    opened again with its forward when it is gone (a socket a dead session left answers nothing)."""
     if host.netns is not None or not host.engine.startswith("unix://"):
         return host.engine
     local = CONTROL_DIR / f"{host.name}.docker.sock"
+    if fresh and local.exists():
+        check = subprocess.run([*ssh(host)[:-2], "-O", "check", "--", destination(host)], capture_output=True,
+                               timeout=30)  # fmt: skip
+        if check.returncode != 0:
+            for stale in (local, control_path(host)):
+                with contextlib.suppress(FileNotFoundError):
+                    stale.unlink()
     if not local.exists():
         subprocess.run(command(host, ["true"]), check=True, capture_output=True, timeout=60)  # the session, open
         p = subprocess.run([*ssh(host)[:-2], "-O", "forward", "-L", f"{local}:{host.engine.removeprefix('unix://')}",
-                            f"{host.user}@{host.address}"], capture_output=True, text=True, timeout=30)  # fmt: skip
+                            "--", destination(host)], capture_output=True, text=True, timeout=30)  # fmt: skip
         if p.returncode != 0:
             raise LabError(f"testbed host {host.name}: cannot forward its engine {host.engine}: {p.stderr.strip()}")
     return f"unix://{local}"
@@ -105,7 +123,7 @@ def close(host: TestbedHost) -> None:
     """End the host's kept-open SSH session (nothing when none is open, or for an emulated host)."""
     if host.netns is not None or not control_path(host).exists():
         return
-    subprocess.run([*ssh(host)[:-2], "-O", "exit", f"{host.user}@{host.address}"], capture_output=True, timeout=30)
+    subprocess.run([*ssh(host)[:-2], "-O", "exit", "--", destination(host)], capture_output=True, timeout=30)
     with contextlib.suppress(FileNotFoundError):
         (CONTROL_DIR / f"{host.name}.docker.sock").unlink()  # its engine's forward ended with the session
     _tidy()

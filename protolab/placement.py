@@ -22,13 +22,16 @@ stitches nothing.
 
 from __future__ import annotations
 
+import contextlib
+import ipaddress
+import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import yaml
-from pydantic import Field, ValidationError
+from pydantic import Field, ValidationError, field_validator
 
 from .errors import SpecError
 from .model.base import Strict
@@ -45,6 +48,78 @@ DEFAULT_NODE_CPUS = 1.0  # a node without a budget weighs one core when groups a
 class PlacementError(SpecError, ValueError):
     """A placement that cannot be: an inventory that does not read, a pin to an unknown host, a shared medium
     split across hosts."""
+
+
+# What an inventory value may be. Each reaches ssh's argv, a remote shell (quoted) or a path on a host, so each is
+# typed here: no leading `-` (an ssh option), no whitespace or shell metacharacters, no `..` or `/` in a name.
+HOST_NAME_RE = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]{0,62}")  # a file and container name part too
+USER_RE = re.compile(r"[A-Za-z_][A-Za-z0-9_.-]{0,31}")  # a POSIX login
+DNS_RE = re.compile(r"(?=.{1,253}\Z)[A-Za-z0-9](?:[A-Za-z0-9-]{0,61}[A-Za-z0-9])?"
+                    r"(?:\.[A-Za-z0-9](?:[A-Za-z0-9-]{0,61}[A-Za-z0-9])?)*")  # fmt: skip
+ABS_PATH_RE = re.compile(r"/[A-Za-z0-9_./+-]{0,4095}")
+FILE_PATH_RE = re.compile(r"[A-Za-z0-9_./~+][A-Za-z0-9_./~+-]{0,4095}")  # absolute, relative or ~/ (ssh expands it)
+NETNS_RE = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.-]{0,254}")
+# the inventory variable of each field (errors name what the inventory's author wrote)
+INVENTORY_KEYS = {"name": "host name", "address": "ansible_host", "underlay": "protolab_underlay",
+                  "engine": "protolab_engine", "cpus": "protolab_cpus", "vxlan_port": "protolab_vxlan_port",
+                  "underlay_mtu": "protolab_underlay_mtu", "netns": "protolab_netns",
+                  "prometheus_port": "protolab_prometheus_port", "user": "ansible_user", "ssh_port": "ansible_port",
+                  "ssh_key": "ansible_ssh_private_key_file", "known_hosts": "protolab_known_hosts",
+                  "python": "protolab_python"}  # fmt: skip
+
+
+def ip_address(value: str) -> str:
+    """An IPv4 or IPv6 address without a scope ID (`%eth0`: refused, whatever the Python release accepts)."""
+    if "%" in value:
+        raise ValueError(f"{value!r}: a scope ID (%...) is not allowed")
+    try:
+        return str(ipaddress.ip_address(value))
+    except ValueError:
+        raise ValueError(f"{value!r} is not an IP address") from None
+
+
+def host_address(value: str) -> str:
+    """An IP address (ip_address) or a DNS host name (letters, digits, `-` and dots; no leading `-`)."""
+    with_colon_or_digits = ":" in value or "%" in value or value.replace(".", "").isdigit()
+    if with_colon_or_digits or DNS_RE.fullmatch(value) is None:
+        try:
+            return ip_address(value)
+        except ValueError:
+            raise ValueError(f"{value!r} is neither an IP address nor a host name (letters, digits, `-`, dots; "
+                             "no leading `-`)") from None  # fmt: skip
+    return value
+
+
+def _path(value: str, pattern: re.Pattern[str], what: str) -> str:
+    if pattern.fullmatch(value) is None:
+        raise ValueError(f"{value!r} is not {what} (letters, digits and _ . / ~ + -; no leading `-`, no whitespace "
+                         "or shell metacharacters)")  # fmt: skip
+    if ".." in value.split("/"):
+        raise ValueError(f"{value!r}: `..` is not allowed in a path")
+    return value
+
+
+def engine_endpoint(value: str) -> str:
+    """A Docker engine endpoint: unix:///ABSOLUTE/PATH, tcp://HOST:PORT or ssh://[USER@]HOST[:PORT]."""
+    scheme, sep, rest = value.partition("://")
+    if not sep or scheme not in ("unix", "tcp", "ssh"):
+        raise ValueError(f"{value!r} is not an engine endpoint (unix:///PATH, tcp://HOST:PORT, ssh://USER@HOST)")
+    if scheme == "unix":
+        _path(rest, ABS_PATH_RE, "an absolute path")
+        return value
+    user, at, hostport = rest.rpartition("@")
+    if at and (scheme != "ssh" or USER_RE.fullmatch(user) is None):
+        raise ValueError(f"{value!r}: a login ({user!r}) is only for ssh:// and is letters, digits, _ . -")
+    m = re.fullmatch(r"\[([0-9A-Fa-f:.]+)\](?::(\d{1,5}))?|([^:\[\]]+)(?::(\d{1,5}))?", hostport)
+    if m is None:
+        raise ValueError(f"{value!r}: not HOST[:PORT]")
+    host, port = (m.group(1), m.group(2)) if m.group(1) else (m.group(3), m.group(4))
+    host_address(host)
+    if port is not None and not 1 <= int(port) <= 65535:
+        raise ValueError(f"{value!r}: port {port} is not 1-65535")
+    if scheme == "tcp" and port is None:
+        raise ValueError(f"{value!r}: a tcp:// endpoint needs its port")
+    return value
 
 
 class TestbedHost(Strict):
@@ -71,6 +146,53 @@ class TestbedHost(Strict):
     python: str | None = Field(
         None, description="protolab_python: protolab's Python on the host (None: the path of this machine's)"
     )
+
+    @field_validator("name")
+    @classmethod
+    def _name(cls, v: str) -> str:
+        if HOST_NAME_RE.fullmatch(v) is None or ".." in v:
+            raise ValueError(f"{v!r} is not a testbed host name (up to 63 letters, digits, _ . -, starting with a "
+                             "letter or digit; it names files and containers)")  # fmt: skip
+        return v
+
+    @field_validator("address")
+    @classmethod
+    def _address(cls, v: str | None) -> str | None:
+        return None if v is None else host_address(v)
+
+    @field_validator("underlay")
+    @classmethod
+    def _underlay(cls, v: str | None) -> str | None:
+        return None if v is None else ip_address(v)  # a VXLAN remote and a listen address: an IP
+
+    @field_validator("engine")
+    @classmethod
+    def _engine(cls, v: str) -> str:
+        return engine_endpoint(v)
+
+    @field_validator("netns")
+    @classmethod
+    def _netns(cls, v: str | None) -> str | None:
+        if v is not None and (NETNS_RE.fullmatch(v) is None or v in (".", "..")):
+            raise ValueError(f"{v!r} is not a network namespace name (letters, digits, _ . -; no `/`)")
+        return v
+
+    @field_validator("user")
+    @classmethod
+    def _user(cls, v: str) -> str:
+        if USER_RE.fullmatch(v) is None:
+            raise ValueError(f"{v!r} is not a login (up to 32 letters, digits, _ . -, not starting with `-`)")
+        return v
+
+    @field_validator("python")
+    @classmethod
+    def _python(cls, v: str | None) -> str | None:
+        return None if v is None else _path(v, ABS_PATH_RE, "an absolute path")
+
+    @field_validator("ssh_key", "known_hosts")
+    @classmethod
+    def _file(cls, v: str | None) -> str | None:
+        return None if v is None else _path(v, FILE_PATH_RE, "a file path")
 
 
 @dataclass
@@ -100,18 +222,29 @@ def load_inventory(path: Path | str = DEFAULT_INVENTORY) -> Inventory:
         raise PlacementError(f"inventory {path}: no `{GROUP}:` group with `hosts:` (the group `make setup` provisions)")
     common = group.get("vars") or {}
     hosts = []
+    if not isinstance(common, dict):
+        raise PlacementError(f"inventory {path}: `{GROUP}: vars:` is not a mapping")
     for name, hv in group["hosts"].items():
+        if hv is not None and not isinstance(hv, dict):
+            raise PlacementError(f"inventory {path}: host {name!r}: its variables are not a mapping")
         v = {**common, **(hv or {})}
         try:
             keys = ("engine", "cpus", "vxlan_port", "underlay_mtu", "netns", "prometheus_port", "known_hosts", "python")
             extra = {k: v[f"protolab_{k}"] for k in keys if f"protolab_{k}" in v}
             ansible = {"user": "ansible_user", "ssh_port": "ansible_port", "ssh_key": "ansible_ssh_private_key_file"}
             extra |= {k: v[a] for k, a in ansible.items() if a in v}
-            underlay = v.get("protolab_underlay", v.get("ansible_host"))
+            underlay = v.get("protolab_underlay")
+            if underlay is None and isinstance(v.get("ansible_host"), str):  # an address, not a name, ends a tunnel
+                with contextlib.suppress(ValueError):
+                    underlay = ip_address(v["ansible_host"])
             hosts.append(TestbedHost(name=str(name), address=v.get("ansible_host"), underlay=underlay, **extra))
         except ValidationError as exc:
             e = exc.errors()[0]
-            raise PlacementError(f"inventory {path}: host {name}: {'.'.join(map(str, e['loc']))}: {e['msg']}") from None
+            field_ = ".".join(map(str, e["loc"]))
+            why = e["msg"].removeprefix("Value error, ")
+            shown = name if HOST_NAME_RE.fullmatch(str(name)) else repr(name)  # a hostile name, visibly
+            raise PlacementError(f"inventory {path}: host {shown}: {field_}: {why} (inventory variable "
+                                 f"{INVENTORY_KEYS.get(field_, field_)})") from None  # fmt: skip
     return Inventory(str(path), hosts)
 
 
