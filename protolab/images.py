@@ -52,7 +52,7 @@ def ensure_base() -> None:
     say(f"no registry reachable: bootstrapping {BASE} locally with debootstrap from {MIRROR} (about a minute)")
     with tempfile.TemporaryDirectory(prefix="protolab-rootfs-") as root:
         run(["debootstrap", "--variant=minbase", "bookworm", root, MIRROR], timeout=900)
-        run(["sh", "-c", f"tar -C {root} -c . | docker import - {BASE}"], timeout=300)
+        run(["sh", "-c", 'tar -C "$1" -c . | docker import - "$2"', "sh", root, BASE], timeout=300)
     say(f"bootstrapped {BASE} in {time.monotonic() - t0:.0f}s")
 
 
@@ -91,12 +91,12 @@ def build_agent() -> Path:
     out.mkdir(parents=True, exist_ok=True)
     rev = git_commit()["commit"][:12]
     for name in BINARIES:
-        env, tags, ext = "CGO_ENABLED=0 GOTOOLCHAIN=local", "", ""
+        env, tags, ext = ["CGO_ENABLED=0", "GOTOOLCHAIN=local"], [], ""
         if name in CGO_BINARIES:  # static all the same: glibc linked in, Go's resolver and user lookup
-            env, tags = "CGO_ENABLED=1 GOTOOLCHAIN=local", "-tags netgo,osusergo "
+            env, tags = ["CGO_ENABLED=1", "GOTOOLCHAIN=local"], ["-tags", "netgo,osusergo"]
             ext = " -linkmode external -extldflags -static"
-        run(["sh", "-c", f'cd {AGENTS} && {env} go build -trimpath {tags}-ldflags "-s -w -X main.revision={rev}{ext}" '
-             f"-o {out / name} ./cmd/{name}"], timeout=600)  # fmt: skip
+        run(["env", "-C", str(AGENTS), *env, "go", "build", "-trimpath", *tags, "-ldflags",
+             f"-s -w -X main.revision={rev}{ext}", "-o", str(out / name), f"./cmd/{name}"], timeout=600)  # fmt: skip
     return out
 
 

@@ -30,6 +30,11 @@ from pathlib import Path
 
 from .shell import CommandError, run
 
+# the interfaces are arguments, never code: GRO and threaded NAPI on each, in a sysfs of their network namespace
+THREADED_SCRIPT = ('mount -t sysfs sysfs /sys && mount -o remount,rw /sys || exit 1; for i; do '
+                   'ethtool -K "$i" gro on >/dev/null && echo 1 > "/sys/class/net/$i/threaded" || exit 1; done; '
+                   'mount -o remount,ro /sys')  # fmt: skip
+
 log = logging.getLogger(__name__)
 
 MODES = ("node", "in_context")
@@ -99,12 +104,11 @@ class ReceiveCpu:
         if self.mode != "node" or not intfs:
             return []
         before = set(napi_threads(self.proc))
-        script = "; ".join(
-            f"ethtool -K {i} gro on >/dev/null && echo 1 > /sys/class/net/{i}/threaded || exit 1" for i in intfs
-        )
-        sysfs = f"mount -t sysfs sysfs /sys && mount -o remount,rw /sys || exit 1; {script}; mount -o remount,ro /sys"
         try:
-            run(["nsenter", "-t", str(pid), "-n", "unshare", "-m", "sh", "-c", sysfs], timeout=30)
+            run(
+                ["nsenter", "-t", str(pid), "-n", "unshare", "-m", "sh", "-c", THREADED_SCRIPT, "sh", *intfs],
+                timeout=30,
+            )
         except CommandError as exc:
             raise RuntimeError(f"{node}: threaded NAPI on {', '.join(intfs)}: {exc}") from None
         made = {p: c for p, c in napi_threads(self.proc).items() if p not in before}

@@ -30,6 +30,11 @@ from ..shell import run as sh
 from .base import WorkloadError, WorkloadRunner, json_report
 from .dis import COLUMNS, DisTask
 
+# $1 the CPU mask, then the interfaces (arguments, never code): each one's receive queues steered to the mask
+RPS_SCRIPT = ('mask=$1; shift; mount -t sysfs sysfs /sys && mount -o remount,rw /sys || exit 1; rc=0; '
+              'for i; do for f in /sys/class/net/"$i"/queues/rx-*/rps_cpus; do echo "$mask" > "$f" || rc=1; done; '
+              'done; mount -o remount,ro /sys; exit $rc')  # fmt: skip
+
 TAIL = 1.0  # the receiver listens this long after the sender has ended (its in-flight datagrams)
 CAP_MARGIN = 30.0  # the receiver's own end when nobody signals it: this long after duration + TAIL
 RECV_METRICS_PORT = naming.DIS_PORT
@@ -64,13 +69,8 @@ class DisRunner(WorkloadRunner[DisTask]):
         t = self.task
         mask = format(1 << t.cpu, "x") if t.cpu is not None else "0"
         intfs = self.lab.data_interfaces(t.receiver)
-        files = " ".join(f"/sys/class/net/{i}/queues/rx-*/rps_cpus" for i in intfs)
-        script = (
-            f"mount -t sysfs sysfs /sys && mount -o remount,rw /sys || exit 1; rc=0; "
-            f"for f in {files}; do echo {mask} > $f || rc=1; done; mount -o remount,ro /sys; exit $rc"
-        )
         pid = str(self.lab.nodes[t.receiver].pid)
-        sh(["nsenter", "-t", pid, "-n", "unshare", "-m", "sh", "-c", script])
+        sh(["nsenter", "-t", pid, "-n", "unshare", "-m", "sh", "-c", RPS_SCRIPT, "sh", mask, *intfs])
         self.rps_mask = mask
 
     def scrape_ports(self) -> dict[str, list[int]]:

@@ -102,11 +102,16 @@ class RequestResponseRunner(WorkloadRunner[RequestResponseTask]):
         self._monitor_thread: threading.Thread | None = None
 
     def _sh(self, node: str, script: str, undo: str | None = None) -> str:
-        code, out, err = self.lab.exec(node, ["sh", "-c", script])
+        """A constant script (no value interpolated: those go through _run)."""
+        return self._run(node, ["sh", "-c", script], ["sh", "-c", undo] if undo else None)
+
+    def _run(self, node: str, argv: list[str], undo: list[str] | None = None) -> str:
+        code, out, err = self.lab.exec(node, argv)
         if code != 0:
-            raise WorkloadError(f"request_response task {self.task.name} on {node}: `{script}`: {(err or out)[-300:]}")
+            what = argv[2] if argv[:2] == ["sh", "-c"] else " ".join(argv)
+            raise WorkloadError(f"request_response task {self.task.name} on {node}: `{what}`: {(err or out)[-300:]}")
         if undo:
-            self._undo.append((node, ["sh", "-c", undo]))
+            self._undo.append((node, undo))
         return out
 
     def _intf(self, node: str, index: int) -> str:
@@ -127,11 +132,11 @@ class RequestResponseRunner(WorkloadRunner[RequestResponseTask]):
                 limits = "ip mptcp limits set subflows {0} add_addr_accepted {0}"
                 self._sh(node, "ip mptcp endpoint flush && " + limits.format(2),
                          undo="ip mptcp endpoint flush; " + limits.format(0))  # fmt: skip
-            self._sh(t.server, f"ip mptcp endpoint add {self._address(t.server, 1)} dev {self._intf(t.server, 1)} "
-                               "signal")  # fmt: skip
+            self._run(t.server, ["ip", "mptcp", "endpoint", "add", self._address(t.server, 1), "dev",
+                                 self._intf(t.server, 1), "signal"])  # fmt: skip
             flag = "backup" if t.mptcp == "backup" else "fullmesh"
-            self._sh(t.client, f"ip mptcp endpoint add {self._address(t.client, 1)} dev {self._intf(t.client, 1)} "
-                               f"subflow {flag}")  # fmt: skip
+            self._run(t.client, ["ip", "mptcp", "endpoint", "add", self._address(t.client, 1), "dev",
+                                 self._intf(t.client, 1), "subflow", flag])  # fmt: skip
             for node in (t.client, t.server):
                 self.setup[node] = {
                     "endpoints": self._sh(node, "ip mptcp endpoint show").strip(),
@@ -142,8 +147,10 @@ class RequestResponseRunner(WorkloadRunner[RequestResponseTask]):
             for node in (t.client, t.server):
                 routes = [r for r in self._sh(node, "ip -o route show").splitlines() if r and "rto_min" not in r
                           and not r.startswith(("224.", "multicast"))]  # fmt: skip
-                for r in routes:
-                    self._sh(node, f"ip route change {r} rto_min {t.rto_min * 1e3:g}ms", undo=f"ip route replace {r}")
+                for r in routes:  # `ip -o route` words, each one argument again (a lone backslash: its line breaks)
+                    words = [w for w in r.split() if w != "\\"]
+                    self._run(node, ["ip", "route", "change", *words, "rto_min", f"{t.rto_min * 1e3:g}ms"],
+                              undo=["ip", "route", "replace", *words])  # fmt: skip
                 self.setup.setdefault(node, {})["routes"] = self._sh(node, "ip route show").strip()
         self.setup["tuning"] = self.tuning()
         self.responder = Responder(self.lab, t.server, t.transport, t.port)

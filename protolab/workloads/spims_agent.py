@@ -11,7 +11,6 @@ this kernel": TransportUnavailableError, whose message is the agent's one line.
 from __future__ import annotations
 
 import json
-import shlex
 import threading
 from typing import Any
 
@@ -63,13 +62,18 @@ class Responder:
             self._thread = None
 
 
+INITIATE_SCRIPT = 'printf %s "$1" > "$2" && shift 2 && exec "$@"'  # $1 the job, $2 its file, then the command
+
+
 def initiate(lab: LabAPI, host: str, job: dict[str, Any], marker: str, prefix: list[str] | None = None,
              timeout: float | None = None) -> tuple[int, dict[str, Any]]:  # fmt: skip
     """Run one initiator with `job`; its exit status and result. A missing result raises with the agent's words."""
     path = f"/tmp/spims-{marker}.json"
-    run = " ".join([*(prefix or []), BIN, "run", "--job", path])
-    script = f"printf %s {shlex.quote(json.dumps(job))} > {path} && exec {run}"
-    code, out, err = lab.exec(host, ["sh", "-c", script], timeout=timeout)
+    if "/" in marker or marker.startswith(".") or any(c.isspace() for c in marker):
+        raise WorkloadError(f"initiator on {host}: {marker!r} cannot name a file")
+    # the job and the path are arguments of a constant script, never part of it
+    argv = ["sh", "-c", INITIATE_SCRIPT, "sh", json.dumps(job), path, *(prefix or []), BIN, "run", "--job", path]
+    code, out, err = lab.exec(host, argv, timeout=timeout)
     if code == UNAVAILABLE:
         raise TransportUnavailableError(f"transport {job.get('transport')} is not available on {host}: "
                                    f"{err.strip()[-300:]}")  # fmt: skip

@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import json
 import re
-import shlex
 import threading
 from typing import Any
 
@@ -245,19 +244,24 @@ def bulk_job(t: TransferTask, address: str) -> dict[str, Any]:
     return job
 
 
+# $1 the stop file, $2 seconds at most, $3 ss's filter, $4 seconds between samples (arguments, never code)
+SAMPLER_SCRIPT = ('rm -f -- "$1"; end=$(( $(date +%s) + $2 )); '
+                  'while [ ! -e "$1" ] && [ $(date +%s) -lt $end ]; do echo T $(date +%s.%N); '
+                  'ss -Htmin state established "$3"; sleep "$4"; done; rm -f -- "$1"')  # fmt: skip
+
+
 class _Sampler:
     """One shell loop on a host printing `T <time>` and the matching sockets of `ss -Htmi` every 0.1 s until a
     stop file appears (or `limit` seconds pass)."""
 
     def __init__(self, lab: Any, host: str, ss_filter: str, marker: str, limit: float) -> None:
         self.lab, self.host = lab, host
+        if "/" in marker or any(c.isspace() for c in marker):
+            raise WorkloadError(f"transfer sampler on {host}: {marker!r} cannot name a file")
         self.stop_file = f"/tmp/protolab-xfer-{marker}.stop"
-        script = (f"rm -f {self.stop_file}; end=$(( $(date +%s) + {int(limit) + 1} )); "
-                  f"while [ ! -e {self.stop_file} ] && [ $(date +%s) -lt $end ]; do echo T $(date +%s.%N); "
-                  f"ss -Htmin state established {shlex.quote(ss_filter)}; sleep {SAMPLE_SECONDS}; done; "
-                  f"rm -f {self.stop_file}")  # fmt: skip
+        argv = ["sh", "-c", SAMPLER_SCRIPT, "sh", self.stop_file, str(int(limit) + 1), ss_filter, f"{SAMPLE_SECONDS:g}"]
         self.out = ""
-        self._thread = threading.Thread(target=self._run, args=(["sh", "-c", script],), daemon=True)
+        self._thread = threading.Thread(target=self._run, args=(argv,), daemon=True)
 
     def _run(self, cmd: list[str]) -> None:
         self.out = self.lab.exec(self.host, cmd)[1]

@@ -97,7 +97,7 @@ class FakeLab:
     def exec(self, node: str, cmd: list[str], timeout: float | None = None) -> tuple[int, str, str]:
         self.commands.append((node, cmd))
         text = " ".join(cmd)
-        m = re.search(r"spims-x-(s\d+\.p\d+\.r\d+)\.json && exec", text)
+        m = re.search(r"--job /tmp/spims-x-(s\d+\.p\d+\.r\d+)\.json", text)
         if m:
             return 0, json.dumps(self.results[m.group(1)]) + "\n", ""
         return 0, "", ""
@@ -204,8 +204,9 @@ def test_mptcp_endpoints_are_set_for_the_phase_and_put_back():
     assert job["target"] == "10.0.1.2:7200" and job["time_limit"] == "5s" and "target2" not in job
     r.run()
     text = [(n, " ".join(c)) for n, c in lab.commands]
-    assert ("h2", "sh -c ip mptcp endpoint add 10.0.2.2 dev h2-eth1 signal") in text
-    assert ("h1", "sh -c ip mptcp endpoint add 10.0.2.1 dev h1-eth1 subflow backup") in text
+    # addresses and interfaces as arguments of `ip`, through no shell
+    assert ("h2", ["ip", "mptcp", "endpoint", "add", "10.0.2.2", "dev", "h2-eth1", "signal"]) in lab.commands
+    assert ("h1", ["ip", "mptcp", "endpoint", "add", "10.0.2.1", "dev", "h1-eth1", "subflow", "backup"]) in lab.commands
     last = [c for n, c in text if "flush" in c][-2:]
     assert all("limits set subflows 0" in c for c in last), "endpoints and limits put back after the run"
     out = r.result()
