@@ -38,6 +38,7 @@ HOSTS_DIR = "hosts"  # <state dir>/hosts/<host>/: an emulated host's Prometheus'
 REMOTE_ROOT = Path("/run/protolab-hostmon")  # on a host reached over SSH: <root>/<host>/, the same
 FEDERATE_FILE = "hosts.json"  # in <run's targets>/federate/
 FEDERATED_JOB = "protolab-agent"
+WRITE_SCRIPT = 'cat > "$1.tmp" && mv -f -- "$1.tmp" "$1"'  # stdin to file $1, whole (the path: an argument, not code)
 
 
 @dataclass
@@ -62,7 +63,7 @@ class HostPrometheus:
             write_json(self.targets_dir / "lab.json", groups)
             return
         path = self.targets_dir / "lab.json"
-        p = subprocess.run(hostlink.command(self.host, ["sh", "-c", f"cat > {path}.tmp && mv {path}.tmp {path}"]),
+        p = subprocess.run(hostlink.command(self.host, ["sh", "-c", WRITE_SCRIPT, "sh", str(path)]),
                            input=json.dumps(groups), capture_output=True, text=True, timeout=60)  # fmt: skip
         if p.returncode != 0:
             raise MonitoringError(f"testbed host {self.host.name}: its Prometheus's targets not written: "
@@ -108,7 +109,9 @@ def start(host: placement.TestbedHost, run_id: str, ledger: ownership.Ledger, st
         d.mkdir(parents=True, exist_ok=True)
     HostPrometheus(host, name, d).write_targets([])
     client = docker.DockerClient(base_url=engine)
-    ledger.add("container", name=name, engine=engine)
+    # a remote host's with the host itself: `clean` reaches it again over a session of its own (sweep_remote)
+    remote = {"host": host.model_dump(mode="json")} if host.netns is None else {}
+    ledger.add("container", name=name, engine=engine, **remote)
     try:
         client.containers.run(
             IMAGE, name=name, detach=True, network_mode="host",
@@ -188,3 +191,43 @@ def node_groups(nodes: list[dict[str, Any]], run_id: str, extra_ports: dict[str,
         out.append({"targets": [f"{n['mgmt_ip']}:{p}" for p in ports],
                     "labels": {"node": n["name"], "role": n.get("role", "host"), "run": run_id}})  # fmt: skip
     return out
+
+
+def sweep_remote(failures: list[str]) -> list[str]:
+    """`protolab clean`, before any SSH session ends: the Prometheus of every remote host that a run's ledger
+    records (a run killed before its teardown), removed over a live session (reopened when the kept-open one is
+    gone), with its targets folder there. A host that cannot be reached goes to `failures` (its Prometheus left
+    running there), never to what was removed. Returns what was done."""
+    import docker
+    import docker.errors
+
+    done = []
+    for ledger in ownership.ledgers():
+        for e in ledger.entries():
+            if e["kind"] != "container" or not e.get("host"):
+                continue
+            try:
+                host = placement.TestbedHost.model_validate(e["host"])
+            except ValueError as exc:
+                failures.append(f"container {e['name']} (run {ledger.run_id}): its host record does not read: {exc}")
+                continue
+            where = f"testbed host {host.name}: container {e['name']} (run {ledger.run_id})"
+            try:
+                c = docker.DockerClient(base_url=hostlink.engine(host, fresh=True)).containers.get(e["name"])
+                if c.labels.get(naming.RUN_LABEL) == e["run"]:
+                    c.remove(force=True)
+                    done.append(f"removed {where}")
+            except docker.errors.NotFound:
+                pass
+            except Exception as exc:  # noqa: BLE001 (not reached: left there, and said so)
+                failures.append(f"{where}: not reached, left on the host: {str(exc)[-200:]}")
+                continue
+            d = REMOTE_ROOT / host.name
+            try:
+                rm = subprocess.run(hostlink.command(host, ["rm", "-rf", "--", str(d)]), capture_output=True,
+                                    text=True, timeout=60)  # fmt: skip
+                if rm.returncode != 0:
+                    failures.append(f"testbed host {host.name}: {d}: {rm.stderr.strip()[-200:]}")
+            except subprocess.TimeoutExpired:
+                failures.append(f"testbed host {host.name}: {d}: not removed within 60 s (left on the host)")
+    return done

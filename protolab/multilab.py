@@ -576,16 +576,19 @@ def deploy(topology: Topology, inventory: placement.Inventory, out: Any = sys.st
     return lab
 
 
-def clean_parts() -> list[str]:
+def clean_parts(failures: list[str] | None = None) -> list[str]:
     """`protolab clean`: what keepers of host parts left here (their emulated hosts' engines and namespaces are
-    the main ledger's): the keepers and every process of their labs killed, their state directories removed."""
+    the main ledger's): the keepers and every process of their labs killed, their state directories removed; then
+    the remote hosts' Prometheus that runs' ledgers record, over live sessions (hostmon.sweep_remote); the SSH
+    sessions last. What could not be reached goes to `failures` (left on its host), not to what was done."""
     import signal
 
-    from . import hostlink, ownership
+    from . import hostlink, hostmon, ownership
 
+    failures = [] if failures is None else failures
     done: list[str] = []
-    if not STATE_ROOT.is_dir():
-        return done
+    if not STATE_ROOT.is_dir():  # no keeper left here; a run's remote Prometheus may be
+        return hostmon.sweep_remote(failures) + hostlink.close_all()
     with contextlib.suppress(OSError, ValueError, KeyError):  # a supervisor of a lab over several hosts
         st = json.loads(supervisor_state().read_text())
         if ownership.alive(st["pid"], st.get("start")):
@@ -598,9 +601,13 @@ def clean_parts() -> list[str]:
         with contextlib.suppress(OSError, ValueError):  # a remote host's keeper: its own state on the host
             host = placement.TestbedHost.model_validate_json((d / "part.json").read_text())
             if host.netns is None:
-                done += [f"{host.name}: {line}" for line in _clean_remote(host)]
+                lines = _clean_remote(host)
+                left = [f"{host.name}: {line}" for line in lines if line.startswith("its keeper's state")]
+                failures += left
+                done += [f"{host.name}: {line}" for line in lines if f"{host.name}: {line}" not in left]
         if d != hostlink.CONTROL_DIR:
             done += clean_part_dir(d)
+    done += hostmon.sweep_remote(failures)  # over the sessions still open (or opened again)
     done += hostlink.close_all()  # kept-open SSH sessions to testbed hosts, last (the remote cleanups used them)
     with contextlib.suppress(OSError):
         STATE_ROOT.rmdir()
@@ -627,11 +634,16 @@ def clean_part_dir(d: Path) -> list[str]:
     return done
 
 
+# $1 the keeper's state directory, $2 protolab's Python there, $3 the keepers' root (arguments, never code)
+CLEAN_REMOTE_SCRIPT = (
+    '[ -d "$1" ] || exit 0; "$2" -m protolab.multilab --clean-part "$1" || exit; rmdir -- "$3" 2>/dev/null; true'
+)
+
+
 def _clean_remote(host: placement.TestbedHost) -> list[str]:
     """clean_part_dir of the keeper's directory on a remote host, run there over its SSH session."""
     remote = REMOTE_STATE_ROOT / host.name
-    cmd = ["sh", "-c", f"[ -d {remote} ] || exit 0; {host.python or sys.executable} -m protolab.multilab --clean-part "
-           f"{remote}; rmdir {REMOTE_STATE_ROOT} 2>/dev/null; true"]  # fmt: skip
+    cmd = ["sh", "-c", CLEAN_REMOTE_SCRIPT, "sh", str(remote), host.python or sys.executable, str(REMOTE_STATE_ROOT)]
     try:
         p = subprocess.run(host_cmd(host, cmd), capture_output=True, text=True, timeout=120)
     except subprocess.TimeoutExpired:

@@ -88,7 +88,7 @@ def test_a_remote_hosts_targets_go_over_its_session(monkeypatch):
     p.write_targets([{"targets": ["172.20.0.3:9100"], "labels": {"node": "h3"}}])
     ((argv, kw),) = calls
     path = hostmon.REMOTE_ROOT / "far" / "lab.json"
-    assert argv[0] == "ssh" and shlex.split(argv[-1]) == ["sh", "-c", f"cat > {path}.tmp && mv {path}.tmp {path}"]
+    assert argv[0] == "ssh" and shlex.split(argv[-1]) == ["sh", "-c", hostmon.WRITE_SCRIPT, "sh", str(path)]
     assert json.loads(kw["input"])[0]["labels"] == {"node": "h3"}
 
 
