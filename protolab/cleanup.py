@@ -91,7 +91,7 @@ def _clean(verbose: bool, forced: bool) -> list[str]:
 
         # keepers of a lab over several hosts, first: a remote one is reached over its host's SSH session while an
         # emulated host (in a ledger below) still answers
-        done += multilab.clean_parts()
+        done += multilab.clean_parts(failures)
         from .hostmon import REMOTE_ROOT
 
         if REMOTE_ROOT.is_dir():  # this machine as a host reached over SSH: its Prometheus's targets
@@ -111,32 +111,33 @@ def _clean(verbose: bool, forced: bool) -> list[str]:
         for line in done:
             print(line)
         for line in failures:
-            print(f"failed: {line}")
-    if docker_error is not None:
-        raise docker_error
+            print(f"left: {line}")
     if failures:
+        if docker_error is not None:
+            failures.append(f"Docker objects labelled {naming.LABEL}=true: not looked for: {docker_error}")
         raise ownership_error(failures)
+    if docker_error is not None:
+        raise docker_error  # no ledger lists a Docker object, and the labelled ones could not be looked for
     return done
 
 
 def _sweep(ledger: Ledger, ctx: Context, failures: list[str]) -> list[str]:
     done = []
     for pid in ownership.processes_of_run(ledger.run_id):
-        ownership.REMOVERS["process"]({"pid": pid, "start": ownership.start_time(pid)}, ctx, True)
-        done.append(f"killed process {pid} (run {ledger.run_id})")
-    try:
-        present = ledger.left(ctx)
-    except DockerUnreachableError:
-        present = [ownership.describe(e) for e in ledger.entries()]
-    killpoint("clean")
-    errs = ledger.sweep(None, ctx)
-    failed = {f.split(":")[0] for f in errs}
-    done += [f"removed {item} (run {ledger.run_id})" for item in present if item not in failed]
-    failures += [f"{f} (run {ledger.run_id})" for f in errs]
+        if ownership.REMOVERS["process"]({"pid": pid, "start": ownership.start_time(pid)}, ctx, True):
+            done.append(f"killed process {pid} (run {ledger.run_id})")
+    for o in ledger.remove(None, ctx):
+        if o.state == ownership.REMOVED:
+            done.append(f"removed {ownership.describe(o.entry)} (run {ledger.run_id})")
+        elif o.left:
+            failures.append(f"{o.line()} (run {ledger.run_id})")
     return done
 
 
 def ownership_error(failures: list[str]) -> Exception:
     from .errors import ProtolabError
 
-    return ProtolabError("could not remove: " + "; ".join(failures))
+    return ProtolabError(
+        f"{len(failures)} object(s) left, their ledger entries kept: " + "; ".join(failures) + ". Fix what is named "
+        "(a tool missing or hung, a held lock, an engine that does not answer) and run `protolab clean` again"
+    )

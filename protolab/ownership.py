@@ -6,7 +6,9 @@
   object is made (`add`), confirmed with its identity once made (`made`: a link's ifindex, a process's start
   time), and closed when it is removed (`gone`). Teardown and `protolab clean` remove exactly the objects
   that are added and not gone; a look-alike protolab did not make is never touched.
-- Every removal is best effort per object: a failure is reported and the entry kept for `clean`.
+- Every removal is best effort per object, with one of four outcomes (Outcome): removed, gone (verified absent
+  already), could not tell (a tool missing or timed out, an engine not answering, a held lock) or failed; the
+  last two are reported and their entries kept for `clean`. Nothing is taken for gone because a probe failed.
 
 Kinds (REMOVERS): process, container, network, compose, link, rule, nft (an nftables table), host (settings to
 restore), engine (a Docker engine of an emulated testbed host, its containers and its directories), netns, run.
@@ -18,6 +20,7 @@ management network, host settings) and one per deployed lab, torn down on its ow
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import datetime as dt
 import json
 import os
@@ -31,10 +34,10 @@ from pathlib import Path
 from typing import Any
 
 from . import dockerhost, hoststate, naming
-from .errors import DockerUnreachableError, LabBusyError
+from .errors import DockerUnreachableError, LabBusyError, ProtolabError
 from .killpoint import killpoint
 from .results.store import JsonLog
-from .shell import ok, run
+from .shell import CannotTellError, probe, run
 
 RUN_ENV = "PROTOLAB_RUN"  # in the environment of the processes a lab starts; `clean` ends those of dead runs
 MONITORING_LEDGER = "monitoring"  # `protolab up` records the stack it starts here
@@ -45,9 +48,30 @@ def state_dir() -> Path:
     return Path(os.environ.get("PROTOLAB_STATE_DIR", naming.STATE_DIR))
 
 
+def ensure_state_dir() -> Path:
+    """The state folder, made if missing; ProtolabError if someone else owns it or anyone may write to it."""
+    return _ensure_dir(state_dir())
+
+
 def _ensure_dir(path: Path) -> Path:
-    path.mkdir(parents=True, exist_ok=True)
-    os.chmod(path, 0o700)
+    """The folder, made 0700 when protolab makes it; one that exists already is used as it is, unless another user
+    owns it or anyone may write to it (then whoever can write there could forge ledgers and locks)."""
+    try:
+        path.mkdir(parents=True)
+        os.chmod(path, 0o700)
+        return path
+    except FileExistsError:
+        pass
+    st = path.stat()
+    why = []
+    if st.st_uid != os.geteuid():
+        why.append(f"owned by uid {st.st_uid}, not this process's uid {os.geteuid()}")
+    if st.st_mode & 0o002:
+        why.append(f"writable by anyone (mode {st.st_mode & 0o7777:04o})")
+    if why:
+        raise ProtolabError(f"state folder {path}: {' and '.join(why)}; protolab keeps its lock and ledgers there "
+                            "and refuses it: fix it (chown, chmod o-w) or set PROTOLAB_STATE_DIR to a folder of "
+                            "your own")  # fmt: skip
     return path
 
 
@@ -176,29 +200,39 @@ def processes_of_run(run_id: str) -> list[int]:
     return found
 
 
-def _kill(pid: int, start: int | None) -> None:
+def _kill(pid: int, start: int | None) -> bool:
+    """SIGKILL the process and wait up to 3 s for it to go; whether it went."""
     if not alive(pid, start):
-        return
+        return True
     with contextlib.suppress(ProcessLookupError):
         os.kill(pid, signal.SIGKILL)
     deadline = time.monotonic() + 3
     while alive(pid, start) and time.monotonic() < deadline:
         time.sleep(0.02)
+    return not alive(pid, start)
 
 
 # -- removers: how each kind of object is found and removed --------------------------------------------------
 
 
 class Context:
-    """What removers share: a Docker client made on first use (DockerUnreachableError when it does not answer)."""
+    """What removers share: a Docker client made on first use (DockerUnreachableError when it does not answer,
+    then at once for every later use: a hung engine costs its timeout once, not once per object)."""
 
     def __init__(self, client: Any = None) -> None:
         self._client = client
+        self._error: DockerUnreachableError | None = None
 
     @property
     def client(self) -> Any:
+        if self._error is not None:
+            raise self._error
         if self._client is None:
-            self._client = dockerhost.client()
+            try:
+                self._client = dockerhost.client()
+            except DockerUnreachableError as exc:
+                self._error = exc
+                raise
         return self._client
 
 
@@ -212,10 +246,14 @@ def _container(entry: dict[str, Any], ctx: Context, remove: bool) -> bool:
         c = client.containers.get(entry["name"])
     except docker.errors.NotFound:
         return False
-    except docker.errors.DockerException:
-        if entry.get("engine") is None:
+    except docker.errors.DockerException as exc:
+        engine = entry.get("engine")
+        if engine is None:
             raise
-        return False  # its engine is gone, and its containers with it
+        if engine.startswith("unix://") and not Path(engine.removeprefix("unix://")).exists():
+            return False  # its engine is gone (socket and all), and its containers with it
+        raise CannotTellError(["docker", "-H", engine, "inspect", entry["name"]], -1,
+                         f"its engine does not answer: {str(exc).splitlines()[0][:200]}") from None  # fmt: skip
     if c.labels.get(naming.RUN_LABEL) != entry["run"]:
         return False  # same name, not ours
     if remove:
@@ -248,17 +286,23 @@ def _link(entry: dict[str, Any], _ctx: Context, remove: bool) -> bool:
     return True
 
 
+XTABLES_WAIT_SECONDS = 5  # iptables -w: how long a remover waits for a held xtables lock before it cannot tell
+PROBE_SECONDS = 30.0  # a remover's probe (iptables -C, nft list) not answered by then: could not tell
+RULE_ABSENT = ("does a matching rule exist", "No chain/target/match by that name")
+
+
 def _rule(entry: dict[str, Any], _ctx: Context, remove: bool) -> bool:
-    base = [entry["tool"], "-w", "-t", entry["table"]]
-    if not ok([*base, "-C", *entry["rule"]]):
+    base = [entry["tool"], "-w", str(XTABLES_WAIT_SECONDS), "-t", entry["table"]]
+    if not probe([*base, "-C", *entry["rule"]], RULE_ABSENT, timeout=PROBE_SECONDS):
         return False
     if remove:
-        run([*base, "-D", *entry["rule"]])
+        run([*base, "-D", *entry["rule"]], timeout=XTABLES_WAIT_SECONDS + 25)
     return True
 
 
 def _nft(entry: dict[str, Any], _ctx: Context, remove: bool) -> bool:
-    if not ok(["nft", "list", "table", entry["family"], entry["name"]]):
+    if not probe(["nft", "list", "table", entry["family"], entry["name"]], ("No such file or directory",),
+                 timeout=PROBE_SECONDS):  # fmt: skip
         return False
     if remove:
         run(["nft", "delete", "table", entry["family"], entry["name"]])
@@ -268,8 +312,8 @@ def _nft(entry: dict[str, Any], _ctx: Context, remove: bool) -> bool:
 def _process(entry: dict[str, Any], _ctx: Context, remove: bool) -> bool:
     if not alive(entry["pid"], entry.get("start")):
         return False
-    if remove:
-        _kill(entry["pid"], entry.get("start"))
+    if remove and not _kill(entry["pid"], entry.get("start")):
+        raise RuntimeError(f"process {entry['pid']} still alive 3 s after SIGKILL (uninterruptible sleep?)")
     return True
 
 
@@ -462,32 +506,72 @@ class Ledger:
         """Objects added and not gone, in the order they were added (latest identity merged in)."""
         return [e for e in live_entries(self.path) if scope is None or e.get("scope") == scope]
 
-    def sweep(self, scope: str | None = None, ctx: Context | None = None) -> list[str]:
-        """Remove every live object (of `scope`, or all): processes first, the run record last; return the
-        failures, one line each (their entries stay for `protolab clean`)."""
+    def remove(self, scope: str | None = None, ctx: Context | None = None) -> list[Outcome]:
+        """Remove every live object (of `scope`, or all): processes first, the run record last. An entry is closed
+        when its object was removed or is verified absent; one that could not be removed, or whose state could not
+        be told (a tool missing or hung, an engine not answering), stays for `protolab clean`. The ledger file goes
+        when a whole-run removal left nothing."""
         ctx = ctx or Context()
-        failures = []
+        outcomes = []
         todo = self.entries(scope)
         todo.sort(key=lambda e: KIND_ORDER.index(e["kind"]))  # stable: within a kind, in the order made
         for e in todo:
             if e["kind"] == "run" and scope is not None:
                 continue  # the run record goes when the whole run is swept
             try:
-                REMOVERS[e["kind"]](e, ctx, True)
+                existed = REMOVERS[e["kind"]](e, ctx, True)
                 self.gone(e)
+                outcomes.append(Outcome(e, REMOVED if existed else GONE))
             except DockerUnreachableError:
-                failures.append(f"{describe(e)}: the Docker engine does not answer")
+                outcomes.append(Outcome(e, UNKNOWN, "the Docker engine does not answer"))
+            except CannotTellError as exc:
+                outcomes.append(Outcome(e, UNKNOWN, str(exc).strip()[:300]))
             except Exception as exc:
-                failures.append(f"{describe(e)}: {str(exc).strip()[:300]}")
-        if scope is None and not failures:
+                outcomes.append(Outcome(e, FAILED, str(exc).strip()[:300]))
+        if scope is None and not any(o.left for o in outcomes):
             with contextlib.suppress(FileNotFoundError):
                 self.path.unlink()
-        return failures
+        return outcomes
+
+    def sweep(self, scope: str | None = None, ctx: Context | None = None) -> list[str]:
+        """remove(), and what it left: one line each (their entries stay for `protolab clean`)."""
+        return [o.line() for o in self.remove(scope, ctx) if o.left]
 
     def left(self, ctx: Context | None = None) -> list[str]:
-        """Live objects that still exist, one line each."""
+        """Live objects that still exist, or whose state cannot be told (said so), one line each."""
         ctx = ctx or Context()
-        return [describe(e) for e in self.entries() if REMOVERS[e["kind"]](e, ctx, False)]
+        out = []
+        for e in self.entries():
+            try:
+                if REMOVERS[e["kind"]](e, ctx, False):
+                    out.append(describe(e))
+            except CannotTellError as exc:
+                out.append(f"{describe(e)} (could not tell whether it is there: {str(exc).strip()[:200]})")
+        return out
+
+
+REMOVED, GONE, UNKNOWN, FAILED = "removed", "gone", "could not tell", "failed"
+
+
+@dataclasses.dataclass
+class Outcome:
+    """What removing one ledger entry came to: REMOVED (it was there and is not now), GONE (verified absent
+    already), UNKNOWN (could not tell: the entry stays) or FAILED (there, and the removal failed: it stays)."""
+
+    entry: dict[str, Any]
+    state: str
+    why: str = ""
+
+    @property
+    def left(self) -> bool:
+        return self.state in (UNKNOWN, FAILED)
+
+    def line(self) -> str:
+        if self.state == UNKNOWN:
+            return f"{describe(self.entry)}: could not tell whether it is gone: {self.why}"
+        if self.state == FAILED:
+            return f"{describe(self.entry)}: {self.why}"
+        return f"{self.state} {describe(self.entry)}" if self.state == REMOVED else f"{describe(self.entry)}: gone"
 
 
 def live_entries(path: Path) -> list[dict[str, Any]]:
@@ -543,10 +627,11 @@ def sweep_dead(ctx: Context | None = None) -> tuple[list[str], list[str]]:
     ctx = ctx or Context()
     removed, failures = [], []
     for ledger in dead_runs():
-        items = ledger.left(ctx) if ledger.entries() else []
-        errs = ledger.sweep(None, ctx)
-        removed += [f"{i} (run {ledger.run_id})" for i in items]
-        failures += [f"{f} (run {ledger.run_id})" for f in errs]
+        for o in ledger.remove(None, ctx):
+            if o.state == REMOVED:
+                removed.append(f"{describe(o.entry)} (run {ledger.run_id})")
+            elif o.left:
+                failures.append(f"{o.line()} (run {ledger.run_id})")
     return removed, failures
 
 

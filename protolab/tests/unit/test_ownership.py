@@ -199,7 +199,7 @@ def test_a_killed_runs_folder_is_finalized_from_its_rows(tmp_path):
 def test_an_nft_table_is_removed_only_while_it_exists(monkeypatch):
     present = {"protolab_r1_lab"}
     ran = []
-    monkeypatch.setattr(ownership, "ok", lambda cmd, **kw: cmd[-1] in present)
+    monkeypatch.setattr(ownership, "probe", lambda cmd, absent, **kw: cmd[-1] in present)
     monkeypatch.setattr(ownership, "run", lambda cmd, **kw: ran.append(cmd))
     entry = {"kind": "nft", "family": "bridge", "name": "protolab_r1_lab"}
     assert ownership._nft(entry, None, False) and ran == []
