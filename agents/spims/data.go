@@ -102,9 +102,7 @@ func openSource(d DataSpec) (source, error) {
 type memSource struct{ buf []byte }
 
 func (s *memSource) msg(h header, n int) ([]byte, error) {
-	if cap(s.buf) < Header+n {
-		s.buf = make([]byte, Header+n)
-	}
+	s.buf = grown(s.buf, Header+n)
 	m := s.buf[:Header+n]
 	putHeader(m, h)
 	return m, nil
@@ -180,9 +178,7 @@ func openFileSource(path string) (*fileSource, error) {
 }
 
 func (s *fileSource) msg(h header, n int) ([]byte, error) {
-	if cap(s.buf) < Header+n {
-		s.buf = make([]byte, Header+n)
-	}
+	s.buf = grown(s.buf, Header+n)
 	m := s.buf[:Header+n]
 	putHeader(m, h)
 	if err := s.fill(m[Header:]); err != nil {

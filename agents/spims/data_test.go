@@ -283,7 +283,7 @@ func TestResponderMarksAsAsked(t *testing.T) {
 				t.Fatal(err)
 			}
 			ml := &markListener{Listener: ln}
-			addr := serveOn(t, ml)
+			addr := serveOn(t, ml, MaxPayload(tr))
 			job := map[string]any{"procedure": tc.procedure, "transport": tc.transport, "target": addr, "iterations": 3, "options": map[string]string{"dscp": "ef"}}
 			if tc.procedure == ProcConnectDisconnect {
 				job["size"] = map[string]any{"dist": "constant", "value": 10}
@@ -322,7 +322,7 @@ func TestNoDSCPNoSettings(t *testing.T) {
 		t.Fatal(err)
 	}
 	ml := &markListener{Listener: ln}
-	addr := serveOn(t, ml)
+	addr := serveOn(t, ml, MaxPayload(tr))
 	for _, proc := range []string{ProcRequestResponse, ProcBulkGet} {
 		if _, err := runJob(t, jobJSON(map[string]any{"procedure": proc, "transport": "tcp", "target": addr, "iterations": 2})); err != nil {
 			t.Fatal(err)

@@ -90,7 +90,13 @@
 // bytes; the header and the transport's framing come on top. The responder
 // (Serve) answers every procedure on every connection it accepts, one
 // serve for every job: what a job asks of it (the mark, the bulk source)
-// travels in the connection and holds for that connection.
+// travels in the connection and holds for that connection. Every size a
+// message asks for is checked before anything is allocated for it: a
+// response or unit up to the transport's message (MaxPayload), stamped
+// units up to MaxStampedUnits, an expedited token up to MaxTokenBytes; a
+// message past one is refused with opError, counted
+// (protolab_spims_refused_messages_total{reason}) and its connection
+// closed. FuzzServeConn feeds the handler arbitrary streams.
 //
 // # Results
 //

@@ -25,15 +25,16 @@ func responder(t testing.TB, name, host string) string {
 	if err != nil {
 		t.Fatal(err)
 	}
-	return serveOn(t, ln)
+	return serveOn(t, ln, MaxPayload(tr))
 }
 
-// serveOn runs Serve on ln until the test ends; it returns the address.
-func serveOn(t testing.TB, ln transport.Listener) string {
+// serveOn runs Serve on ln (messages of up to maxPayload) until the test
+// ends; it returns the address.
+func serveOn(t testing.TB, ln transport.Listener, maxPayload int) string {
 	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
-	go func() { done <- Serve(ctx, ln, nil, t.Logf) }()
+	go func() { done <- Serve(ctx, ln, maxPayload, nil, t.Logf) }()
 	t.Cleanup(func() {
 		cancel()
 		select {

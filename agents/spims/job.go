@@ -235,6 +235,12 @@ func Resolve(j Job) (*Plan, error) {
 		if p.Count < 1 {
 			return nil, bad("count %d: want >= 1 units", j.Count)
 		}
+		if int64(p.Count) > math.MaxUint32 {
+			return nil, bad("count %d: at most %d units (a 32-bit field on the wire)", p.Count, uint32(math.MaxUint32))
+		}
+		if (j.Delays || j.Expedited != nil) && p.Count > MaxStampedUnits {
+			return nil, bad("count %d with delays: at most %d units, whose hand-over times the responder sends in one message", p.Count, MaxStampedUnits)
+		}
 	case ProcConnectDisconnect:
 		p.Exchange = len(j.Size) > 0 || len(j.ResponseSize) > 0
 		fallthrough

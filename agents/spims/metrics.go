@@ -21,12 +21,22 @@ var (
 	descServed    = prometheus.NewDesc("protolab_spims_served_requests_total", "Requests answered by the responder (bulk_get starts count once).", nil, nil)
 	descConns     = prometheus.NewDesc("protolab_spims_connections", "Connections the responder holds now.", nil, nil)
 	descConnsTot  = prometheus.NewDesc("protolab_spims_accepted_connections_total", "Connections the responder accepted.", nil, nil)
+	descRefused   = prometheus.NewDesc("protolab_spims_refused_messages_total", "Messages the responder refused before allocating for them, by reason (too_large: a response or unit past the transport's message; too_many_units: stamped units past what one stop answer carries; bad_hello: an expedited hello with a long token or a second one); each closes its connection.", []string{"reason"}, nil)
 	descHist      = map[string]*prometheus.Desc{
 		ProcRequestResponse:   prometheus.NewDesc("protolab_spims_round_trip_seconds", "Request/response round trip at the initiator, seconds.", nil, nil),
 		ProcBulkGet:           prometheus.NewDesc("protolab_spims_transfer_seconds", "bulk_get transfer time at the receiver (start request sent to last unit read), seconds.", nil, nil),
 		ProcConnectDisconnect: prometheus.NewDesc("protolab_spims_connect_disconnect_seconds", "Dial, optional exchange and close, seconds.", nil, nil),
 	}
 )
+
+// Reasons the responder refuses a message (proto.go's bounds).
+const (
+	refusedTooLarge     = "too_large"
+	refusedTooManyUnits = "too_many_units"
+	refusedBadHello     = "bad_hello"
+)
+
+var refusedReasons = [...]string{refusedTooLarge, refusedTooManyUnits, refusedBadHello}
 
 // promBuckets of the iteration histograms, seconds.
 var promBuckets = []float64{10e-6, 20e-6, 50e-6, 100e-6, 200e-6, 500e-6, 1e-3, 2e-3, 5e-3, 10e-3, 20e-3, 50e-3, 100e-3, 200e-3, 500e-3, 1, 2, 5, 10}
@@ -41,6 +51,7 @@ type Live struct {
 	served, servedSent, servedRecv      atomic.Uint64
 	conns                               atomic.Int64
 	connsTotal                          atomic.Uint64
+	refused                             [len(refusedReasons)]atomic.Uint64
 	mu                                  sync.Mutex
 	hist                                measure.Hist
 }
@@ -72,6 +83,28 @@ func (l *Live) timedOut() {
 	}
 }
 
+// refuse counts a message refused for reason.
+func (l *Live) refuse(reason string) {
+	if l == nil {
+		return
+	}
+	for i, r := range refusedReasons {
+		if r == reason {
+			l.refused[i].Add(1)
+		}
+	}
+}
+
+// Refused is the number of messages the responder refused for reason.
+func (l *Live) Refused(reason string) uint64 {
+	for i, r := range refusedReasons {
+		if r == reason {
+			return l.refused[i].Load()
+		}
+	}
+	return 0
+}
+
 // Progress is (started, completed, timeouts) so far.
 func (l *Live) Progress() (started, completed, timeouts uint64) {
 	return l.requests.Load(), l.completed.Load(), l.timeouts.Load()
@@ -101,6 +134,9 @@ func (l *Live) Update(ch chan<- prometheus.Metric) error {
 	counter(descSent, l.servedSent.Load(), "responder")
 	counter(descReceived, l.servedRecv.Load(), "responder")
 	counter(descConnsTot, l.connsTotal.Load())
+	for i, r := range refusedReasons {
+		counter(descRefused, l.refused[i].Load(), r)
+	}
 	ch <- prometheus.MustNewConstMetric(descConns, prometheus.GaugeValue, float64(l.conns.Load()))
 	return nil
 }

@@ -113,14 +113,22 @@ func appendMsg(dst []byte, h header, n int) []byte {
 	dst = binary.BigEndian.AppendUint32(dst, h.seq)
 	dst = binary.BigEndian.AppendUint32(dst, h.a)
 	dst = binary.BigEndian.AppendUint32(dst, h.b)
-	if need := len(dst) + n; need > cap(dst) {
-		nd := make([]byte, len(dst), need)
-		copy(nd, dst)
-		dst = nd
-	}
+	dst = grown(dst, len(dst)+n)
 	end := len(dst) + n
 	clear(dst[len(dst):end])
 	return dst[:end]
+}
+
+// grown is b, its storage enlarged when it holds fewer than n bytes: to n,
+// or twice its capacity up to one frame when that is more, so that a run of
+// ever larger messages allocates at most about twice the largest.
+func grown(b []byte, n int) []byte {
+	if n <= cap(b) {
+		return b
+	}
+	nb := make([]byte, len(b), max(n, min(2*cap(b), transport.MaxFrame)))
+	copy(nb, b)
+	return nb
 }
 
 // errorMsg is the responder's opError message for seq.
@@ -142,6 +150,55 @@ func parseHeader(m []byte) (header, error) {
 		return header{}, fmt.Errorf("spims message of %d bytes, shorter than its %d-byte header", len(m), Header)
 	}
 	return header{op: m[0], seq: binary.BigEndian.Uint32(m[1:]), a: binary.BigEndian.Uint32(m[5:]), b: binary.BigEndian.Uint32(m[9:])}, nil
+}
+
+// Bounds on what one message may ask of the responder, each checked
+// before anything is allocated for it. A message past one is refused: the
+// responder answers opError naming the bound, counts it
+// (protolab_spims_refused_messages_total) and closes the connection.
+//
+//   - a request's response payload (a) and a bulk start's bytes per unit
+//     (b): at most the listener's transport's MaxPayload (Serve's
+//     maxPayload), so one 13-byte request costs at most one message of
+//     that size (16 MiB on a stream, 64 KiB over udp), not a or b bytes;
+//   - a bulk start's units (a) when its stop answer carries each unit's
+//     hand-over time: MaxStampedUnits, so that the times fit one message;
+//   - an expedited hello's token: MaxTokenBytes, one hello per connection.
+//
+// A bulk start's units without stamps cost no memory (one buffer is
+// reused for all of them) and go only as fast as the initiator reads.
+const (
+	// MaxStampedUnits bounds a bulk_get transfer with delays or expedited
+	// data: the stop answer's hand-over times (at most 20 bytes of JSON
+	// each) fit one message of a stream transport.
+	MaxStampedUnits = 1 << 19
+	// MaxTokenBytes bounds an expedited hello's token (newToken's has 16
+	// hex digits).
+	MaxTokenBytes = 64
+)
+
+// stampBytes is the most one hand-over time takes in a stop report's JSON
+// (19 digits and a comma).
+const stampBytes = 20
+
+// checkRequest says why the responder refuses h, nil when it takes it;
+// maxPayload is the transport's (MaxPayload), stamped whether bulk units
+// are stamped on this connection.
+func checkRequest(h header, maxPayload int, stamped bool) (reason string, err error) {
+	switch h.op {
+	case opRequest:
+		if uint64(h.a) > uint64(maxPayload) {
+			return refusedTooLarge, fmt.Errorf("request %d asks for a response of %d payload bytes, more than one message of this transport carries (%d)", h.seq, h.a, maxPayload)
+		}
+	case opBulkStart:
+		if uint64(h.b) > uint64(maxPayload) {
+			return refusedTooLarge, fmt.Errorf("bulk start %d asks for units of %d payload bytes, more than one message of this transport carries (%d)", h.seq, h.b, maxPayload)
+		}
+		if stamped && h.a > MaxStampedUnits {
+			return refusedTooManyUnits, fmt.Errorf("bulk start %d asks for %d units with delays, more than their hand-over times fit in one stop answer (%d units)", h.seq, h.a, MaxStampedUnits)
+		}
+	}
+	return "", nil
 }
 
 // MaxPayload is the largest payload one message of transport t carries

@@ -17,10 +17,16 @@ import (
 )
 
 // Serve is the responder of every procedure on ln until ctx ends; then it
-// closes ln and every connection and returns nil. A connection that sends
-// something it cannot parse is closed (logged through logf when non-nil),
-// the others go on.
-func Serve(ctx context.Context, ln transport.Listener, live *Live, logf func(format string, a ...any)) error {
+// closes ln and every connection and returns nil. maxPayload is the
+// largest payload one message of ln's transport carries (MaxPayload; 0:
+// a stream's); a request past it or the other bounds in proto.go is
+// refused before anything is allocated for it. A connection that sends
+// something it cannot parse or refused is closed (logged through logf when
+// non-nil), the others go on.
+func Serve(ctx context.Context, ln transport.Listener, maxPayload int, live *Live, logf func(format string, a ...any)) error {
+	if maxPayload <= 0 {
+		maxPayload = transport.MaxFrame - Header
+	}
 	if live == nil {
 		live = &Live{}
 	}
@@ -52,7 +58,7 @@ func Serve(ctx context.Context, ln transport.Listener, live *Live, logf func(for
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			if err := serveConn(c, live, reg); err != nil && logf != nil {
+			if err := serveConn(c, maxPayload, live, reg); err != nil && logf != nil {
 				logf("responder: %s: %v", c.RemoteAddr(), err)
 			}
 			c.Close()
@@ -146,14 +152,24 @@ func (cn *served) apply(payload []byte) error {
 	return nil
 }
 
+// refuse answers h with opError for err, counts it for reason and returns
+// err: the connection is closed.
+func refuse(c transport.Conn, h header, live *Live, reason string, err error) error {
+	live.refuse(reason)
+	c.WriteMsg(errorMsg(h.seq, err))
+	return fmt.Errorf("refused: %w", err)
+}
+
 // serveConn answers one connection until it ends; a clean end is nil.
-func serveConn(c transport.Conn, live *Live, reg *expRegistry) error {
+// maxPayload bounds what one message may ask for (see proto.go).
+func serveConn(c transport.Conn, maxPayload int, live *Live, reg *expRegistry) error {
 	cn := &served{c: c, dscp: -1, src: &memSource{}, reg: reg}
 	defer func() {
 		cn.src.Close()
 		cn.exp.Close()
 	}()
 	var in, out []byte
+	hello := false // an expedited hello came: this connection is an expedited channel
 	for {
 		m, err := c.ReadMsg(in)
 		if err != nil {
@@ -170,6 +186,9 @@ func serveConn(c transport.Conn, live *Live, reg *expRegistry) error {
 		live.servedRecv.Add(uint64(len(m) - Header))
 		switch h.op {
 		case opRequest:
+			if reason, err := checkRequest(h, maxPayload, false); err != nil {
+				return refuse(c, h, live, reason, err)
+			}
 			if h.b&markDSCP != 0 {
 				if err := cn.setDSCP(int(h.b & 63)); err != nil {
 					c.WriteMsg(errorMsg(h.seq, err))
@@ -196,12 +215,22 @@ func serveConn(c transport.Conn, live *Live, reg *expRegistry) error {
 					continue
 				}
 			}
+			if reason, err := checkRequest(h, maxPayload, cn.stamp); err != nil {
+				return refuse(c, h, live, reason, err)
+			}
 			if out, err = sendBulk(cn, h, settings, out, live); err != nil {
 				return err
 			}
 		case opExpHello:
 			// an expedited connection: kept for the bulk connection that
 			// names its token, then read until the initiator closes it
+			if hello {
+				return refuse(c, h, live, refusedBadHello, errors.New("a second expedited hello on one connection"))
+			}
+			if n := len(m) - Header; n > MaxTokenBytes {
+				return refuse(c, h, live, refusedBadHello, fmt.Errorf("expedited hello with a token of %d bytes, at most %d", n, MaxTokenBytes))
+			}
+			hello = true
 			token := string(m[Header:])
 			reg.put(token, c)
 			defer reg.drop(token)

@@ -34,7 +34,7 @@ from .. import (
     multilab,
     naming,
     ownership,
-    reassembly,
+    quiesce,
     selfcheck,
 )
 from ..errors import EXIT_INTERRUPTED, EXIT_INVALID, EXIT_OK, ImageError, LabError, ProtolabError
@@ -422,8 +422,9 @@ class ExperimentRun:
     def _measure(self, point: Point, rep: int, lab: Lab, prom: monitor.Prometheus) -> dict[str, Any]:
         ex = point.experiment
         row: dict[str, Any] = {"point": point.id, "repetition": rep, **{k: _cell(v) for k, v in point.values.items()}}
-        if left := reassembly.wait_drained({name: n.pid for name, n in lab.nodes.items()}):
-            self.invalid.append(f"{point.id} rep {rep} ({point.label()}): " + reassembly.describe(left))
+        # the last measurement's queues, flows and fragments gone from the lab, or this one is invalid
+        idle = quiesce.wait(quiesce.probes(lab), say=lambda line: print(line, flush=True))
+        self.invalid += [f"{point.id} rep {rep} ({point.label()}): {r}" for r in quiesce.describe(idle)]
         time.sleep(ex.settle)
         unshaped = lab.unshaped()
         lab_pids = [n.pid for n in lab.nodes.values()] + self.monitor_pids + lab.cgroup_pids()
@@ -440,7 +441,7 @@ class ExperimentRun:
             windows.append((phase.name, *out.window))
         after = guard.snapshot(unshaped, lab_pids, procs)
         figures, reasons = guard.assess(before, after)
-        self.guard[f"{point.id}/{rep}"] = {"figures": figures, "reasons": reasons}
+        self.guard[f"{point.id}/{rep}"] = {"figures": figures, "reasons": reasons, "idle_at_start": idle}
         if hosts_before:  # any host's saturation invalidates the measurement too
             host_figures, host_reasons = guard.assess_hosts(hosts_before, lab.host_guards())
             reasons = reasons + host_reasons

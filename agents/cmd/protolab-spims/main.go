@@ -217,7 +217,7 @@ func serve(ctx context.Context, args []string, stderr io.Writer) int {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			errs[i] = spims.Serve(ctx, ln, live, logf)
+			errs[i] = spims.Serve(ctx, ln, spims.MaxPayload(t), live, logf)
 		}()
 	}
 	wg.Wait()
