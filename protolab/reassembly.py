@@ -6,7 +6,9 @@ fragments leaves many incomplete datagrams behind; once they hold `ipfrag_high_t
 the kernel drops every new fragment (Ip ReasmFails), so a measurement that starts then loses everything no
 matter its own load. No sysctl frees queues that already exist, so before each measurement the runner waits
 until no node's namespace holds any (`/proc/<pid>/net/sockstat` FRAG, `sockstat6` FRAG6), bounded by
-`ipfrag_time` and a margin, and says which namespace still held some when the bound passes.
+`ipfrag_time` and a margin, and says which namespace still held some when the bound passes: `held_bytes` and
+BOUND_SECONDS are one kind of protolab.quiesce's wait (queues, flows, fragments); `wait_drained` waits for
+fragments alone.
 """
 
 from __future__ import annotations
