@@ -90,6 +90,22 @@ type Config struct {
 	Overhead          int
 	// Ref is this entity's reference; 0 picks one at random.
 	Ref uint16
+	// MaxTSDU is the largest TSDU the receiver reassembles, octets (0:
+	// MaxTSDUSize); a peer that sends more without an end of TSDU makes
+	// the receiver give up the connection.
+	MaxTSDU int
+}
+
+// MaxTSDUSize bounds a TSDU the receiver reassembles when Config.MaxTSDU
+// does not say less: 16 MiB.
+const MaxTSDUSize = 16 << 20
+
+// maxTSDU is c's bound on a reassembled TSDU.
+func (c Config) maxTSDU() int {
+	if c.MaxTSDU == 0 {
+		return MaxTSDUSize
+	}
+	return c.MaxTSDU
 }
 
 // DefaultConfig is Table 2's transport: TPDU 1024, window 12 K, buffers
@@ -124,6 +140,9 @@ func (c Config) Validate() error {
 	}
 	if c.Retransmit <= 0 || c.WindowTimer <= 0 || c.Inactivity <= 0 {
 		errs = append(errs, fmt.Errorf("timers (retransmission %v, window %v, inactivity %v): want > 0", c.Retransmit, c.WindowTimer, c.Inactivity))
+	}
+	if c.MaxTSDU < 0 || c.MaxTSDU > MaxTSDUSize {
+		errs = append(errs, fmt.Errorf("max TSDU %d octets: want 1..%d (0: %d)", c.MaxTSDU, MaxTSDUSize, MaxTSDUSize))
 	}
 	if c.MaxTransmissions < 1 {
 		errs = append(errs, fmt.Errorf("max transmissions %d: want >= 1", c.MaxTransmissions))

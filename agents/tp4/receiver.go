@@ -224,7 +224,9 @@ func (r *Receiver) data(p TPDU, now time.Time) {
 		r.stats.Duplicates++
 		r.ak(now, false, 0)
 	case p.Seq == r.rcvNext:
-		r.accept(p.Data, p.EOT, now)
+		if !r.accept(p.Data, p.EOT, now) {
+			return
+		}
 		for {
 			h, ok := r.ooo[r.rcvNext]
 			if !ok {
@@ -232,7 +234,9 @@ func (r *Receiver) data(p TPDU, now time.Time) {
 			}
 			delete(r.ooo, r.rcvNext)
 			r.buf.Add(now, -len(h.data))
-			r.accept(h.data, h.eot, now)
+			if !r.accept(h.data, h.eot, now) {
+				return
+			}
 		}
 		r.ak(now, false, 0)
 	case p.Seq-r.rcvNext >= uint32(r.credit):
@@ -253,13 +257,19 @@ func (r *Receiver) data(p TPDU, now time.Time) {
 }
 
 // accept appends the next DT in sequence to the TSDU being reassembled
-// and delivers it at its end.
-func (r *Receiver) accept(data []byte, eot bool, now time.Time) {
+// and delivers it at its end. A TSDU past the configured bound ends the
+// connection (false) before its octets are kept.
+func (r *Receiver) accept(data []byte, eot bool, now time.Time) bool {
+	if n := len(r.partial) + len(data); n > r.cfg.maxTSDU() {
+		r.stats.Dropped["tsdu_too_large"]++
+		r.fail(now, fmt.Sprintf("a TSDU of more than %d octets (%d without its end)", r.cfg.maxTSDU(), n))
+		return false
+	}
 	r.rcvNext++
 	r.partial = append(r.partial, data...)
 	r.buf.Add(now, len(data))
 	if !eot {
-		return
+		return true
 	}
 	t := r.partial
 	r.partial = nil
@@ -269,6 +279,16 @@ func (r *Receiver) accept(data []byte, eot bool, now time.Time) {
 	if r.OnTSDU != nil {
 		r.OnTSDU(t, now)
 	}
+	return true
+}
+
+// fail ends the connection for why, sending one DR; the data held is let
+// go (the buffer level stays as it was when the connection ended).
+func (r *Receiver) fail(now time.Time, why string) {
+	r.state, r.why = stFailed, why
+	r.stats.Closed = now
+	r.partial, r.ooo = nil, map[uint32]held{}
+	r.send(TPDU{Type: DR, DstRef: r.peerRef, SrcRef: r.localRef, Reason: ReasonGiveUp}, now)
 }
 
 // Output gives the next TPDU to send at now, or nil: AKs, EAs, CC and DC
@@ -276,9 +296,7 @@ func (r *Receiver) accept(data []byte, eot bool, now time.Time) {
 func (r *Receiver) Output(now time.Time) []byte {
 	if r.state == stOpen && len(r.out) == 0 {
 		if !now.Before(r.lastRecv.Add(r.cfg.Inactivity)) {
-			r.state, r.why = stFailed, fmt.Sprintf("nothing received for %v", r.cfg.Inactivity)
-			r.stats.Closed = now
-			r.send(TPDU{Type: DR, DstRef: r.peerRef, SrcRef: r.localRef, Reason: ReasonGiveUp}, now)
+			r.fail(now, fmt.Sprintf("nothing received for %v", r.cfg.Inactivity))
 		} else if !now.Before(r.lastAK.Add(r.cfg.WindowTimer)) {
 			r.ak(now, false, 0)
 		}

@@ -163,8 +163,8 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	switch {
 	case o.tsdus < 1:
 		return bad("--tsdus %d: want >= 1", o.tsdus)
-	case o.tsduSize < tp4.MinTSDUSize:
-		return bad("--tsdu-size %d: want >= %d octets", o.tsduSize, tp4.MinTSDUSize)
+	case o.tsduSize < tp4.MinTSDUSize || o.tsduSize > tp4.MaxTSDUSize:
+		return bad("--tsdu-size %d: want %d..%d octets", o.tsduSize, tp4.MinTSDUSize, tp4.MaxTSDUSize)
 	case o.expRate < 0 || o.expRate > 1:
 		return bad("--expedited-rate %g: want 0..1", o.expRate)
 	case o.linkKbit <= 0:
@@ -355,6 +355,7 @@ func (o *opts) recv(ctx context.Context, cfg tp4.Config, mu *sync.Mutex, col *tp
 		fmt.Fprintf(stderr, "protolab-tp4 recv: --addr %q: %v\n", o.addr, err)
 		return exitBadInput
 	}
+	cfg.MaxTSDU = o.tsduSize // a longer TSDU is not the workload's: the receiver gives up
 	r, err := tp4.NewReceiver(cfg)
 	if err != nil {
 		fmt.Fprintf(stderr, "protolab-tp4 recv: %v\n", err)
