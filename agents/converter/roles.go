@@ -207,12 +207,23 @@ type hostSide struct {
 	mu    sync.Mutex
 	w     bundle.Writer
 	buf   []byte
-	acked map[uint32]bool
+	acked []bool // join i+1 acknowledged (C_2 acknowledges join i with number i+1)
 	cond  *sync.Cond
 	rel   *outbox // reliable mode: this host's numbered priority bundles
 	seen  seen    // ... and C_2's numbers handed up
 	rbuf  []byte
 	rw    bundle.Writer
+}
+
+// ack notes C_2's acknowledgement of join seq; false (nothing kept) when
+// no join has that number. h.mu held.
+func (h *hostSide) ack(seq uint32) bool {
+	if seq == 0 || uint64(seq) >= uint64(len(h.acked)) {
+		return false
+	}
+	h.acked[seq] = true
+	h.cond.Broadcast()
+	return true
 }
 
 // RunH is a simulation host behind the converter: joins its groups at C_2
@@ -226,7 +237,8 @@ func RunH(ctx context.Context, cfg *Config, st *Stats) error {
 	defer uc.Close()
 	c2 := udpAddr(cfg.C2)
 	words := bundle.Words(cfg.Plan.Hosts)
-	h := &hostSide{buf: make([]byte, 0, 65535), acked: map[uint32]bool{}}
+	groups := cfg.Plan.GroupsOf(cfg.ID)
+	h := &hostSide{buf: make([]byte, 0, 65535), acked: make([]bool, len(groups)+1)}
 	h.cond = sync.NewCond(&h.mu)
 	h.w.Begin(h.buf, words, cfg.MaxBundle)
 	if cfg.Reliable {
@@ -297,8 +309,9 @@ func RunH(ctx context.Context, cfg *Config, st *Stats) error {
 					h.mu.Lock()
 					switch c.Type {
 					case bundle.CtlAck:
-						h.acked[c.Seq] = true
-						h.cond.Broadcast()
+						if !h.ack(c.Seq) {
+							st.Drop(DropControl, 1)
+						}
 					case bundle.CtlRAck:
 						if h.rel != nil && int(c.Host) == cfg.ID {
 							st.Acked(h.rel.ack(c.Seq, 1))
@@ -325,7 +338,6 @@ func RunH(ctx context.Context, cfg *Config, st *Stats) error {
 	defer func() { _ = uc.Close(); wg.Wait() }()
 
 	// Join every group, resending the unacknowledged ones, before any traffic.
-	groups := cfg.Plan.GroupsOf(cfg.ID)
 	st.Groups = len(groups)
 	deadline := time.Now().Add(cfg.JoinWait)
 	ctl := make([]byte, 0, bundle.ControlLen)
