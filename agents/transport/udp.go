@@ -127,7 +127,7 @@ func (udpTransport) Listen(addr string, o Options) (Listener, error) {
 		pc.Close()
 		return nil, err
 	}
-	l := &udpListener{pc: pc, cfg: cfg, peers: map[netip.AddrPort]*udpPeer{}, accept: make(chan *udpPeer, 64), done: make(chan struct{})}
+	l := &udpListener{pc: pc, cfg: cfg, peers: map[netip.AddrPort]*udpPeer{}, maxPeers: udpMaxPeers, accept: make(chan *udpPeer, 64), done: make(chan struct{})}
 	go l.run()
 	return l, nil
 }
@@ -375,16 +375,23 @@ func (u *udpClient) Close() error {
 // udpListener demultiplexes datagrams by source address into peers, one
 // Conn each. A peer idle for udpPeerIdle ends (its ReadMsg returns io.EOF).
 type udpListener struct {
-	pc     *net.UDPConn
-	cfg    udpConfig
-	mu     sync.Mutex
-	peers  map[netip.AddrPort]*udpPeer
-	accept chan *udpPeer
-	done   chan struct{}
-	once   sync.Once
+	pc       *net.UDPConn
+	cfg      udpConfig
+	mu       sync.Mutex
+	peers    map[netip.AddrPort]*udpPeer
+	maxPeers int
+	accept   chan *udpPeer
+	done     chan struct{}
+	once     sync.Once
 }
 
 const udpPeerIdle = 2 * time.Minute
+
+// udpMaxPeers bounds the initiators one listener serves at once: a
+// datagram from a new source past it is dropped, as one meeting a full
+// backlog is, so datagrams from ever new source ports cannot grow the peer
+// table (and a queue of up to 256 datagrams each) without end.
+const udpMaxPeers = 1024
 
 func (l *udpListener) run() {
 	buf := make([]byte, 65536)
@@ -403,6 +410,10 @@ func (l *udpListener) run() {
 		l.mu.Lock()
 		p := l.peers[from]
 		if p == nil {
+			if len(l.peers) >= l.maxPeers {
+				l.mu.Unlock()
+				continue
+			}
 			p = &udpPeer{l: l, addr: from, in: make(chan []byte, 256), gone: make(chan struct{}), tos: -1}
 			select {
 			case l.accept <- p:
