@@ -70,12 +70,14 @@ def parse_backlog(tc_json: str) -> dict[str, int]:
 
 
 def _address(hexaddr: str) -> str:
-    """An address of /proc/net/tcp (IPv4: 8 hex digits, IPv6: 32, each 32-bit word in host order) as text."""
+    """An address of /proc/net/tcp (IPv4: 8 hex digits, IPv6: 32, each 32-bit word in host order) as text; an
+    IPv4-mapped IPv6 address (a dual-stack socket's, e.g. the agent's) as its IPv4 address."""
     import ipaddress
 
     raw = bytes.fromhex(hexaddr)
-    words = b"".join(raw[i : i + 4][::-1] for i in range(0, len(raw), 4))
-    return str(ipaddress.ip_address(words))
+    addr = ipaddress.ip_address(b"".join(raw[i : i + 4][::-1] for i in range(0, len(raw), 4)))
+    mapped = addr.ipv4_mapped if isinstance(addr, ipaddress.IPv6Address) else None
+    return str(mapped or addr)
 
 
 def parse_sockets(text: str, udp: bool, ignore: set[str]) -> list[Left]:

@@ -55,6 +55,8 @@ def test_ipv6_addresses_are_read_word_by_word():
     # fd00:10:0:1::1 as the kernel prints it: four 32-bit words, each in host (little-endian) order
     assert quiesce._address("100000FD010000000000000001000000") == "fd00:10:0:1::1"
     assert quiesce._address("0101000A") == "10.0.1.1"
+    # the agent's dual-stack listener answering Prometheus: ::ffff:192.168.0.3, the node's management address
+    assert quiesce._address("0000000000000000FFFF00000300A8C0") == "192.168.0.3"
 
 
 def test_held_packets_are_summed_over_the_emulators_links():
