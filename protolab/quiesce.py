@@ -16,8 +16,8 @@ MIN_BOUND_SECONDS. Fragments: reassembly.BOUND_SECONDS (they only expire). What 
 the measurement invalid, naming the node or device and what it held (`describe`). Places are named `node`,
 `node:device` and `host:device` (the root namespace) or `<testbed host>:device`.
 
-Not read: the host side of a testbed host with a kernel of its own (its keeper would need a request for it), and
-the linkem processes a lab keeper runs (their control sockets are the keeper's).
+Not read: the host side of a testbed host with a kernel of its own, and its link emulators (its keeper would need
+a request for them); its nodes are read through their keeper's `sh`.
 """
 
 from __future__ import annotations
@@ -206,21 +206,39 @@ def read_place(p: Place, proc: Path = Path("/proc"), run: Callable[[list[str]], 
     return out
 
 
-def read_linkems(emulators: Iterable[Linkem]) -> Leftovers:
-    """Packets the link emulators of this process hold (the fallback backend's delay queue)."""
+def linkem_sockets(lab: Any) -> list[tuple[str, Path]]:
+    """The control sockets of the lab's link emulators: this process's (a Lab), or those in each emulated testbed
+    host's keeper's state directory (a lab over hosts)."""
+    from .multilab import _View
+
+    if isinstance(lab, _View):
+        return [(f"{h} {p.name}", p) for h, part in sorted(lab.lab.parts.items()) if not part.remote
+                for p in sorted((part.state_dir / "linkem").glob("*.sock"))]  # fmt: skip
+    return [(lk.name, lk.control) for lk in Linkem._running.values()]
+
+
+def read_linkems(sockets: Iterable[tuple[str, Path]]) -> Leftovers:
+    """Packets the link emulators hold (the fallback backend's delay queue), asked on their control sockets."""
+    from .helperproc import UnixHTTPConnection
+
     out: Leftovers = {}
-    for lk in emulators:
+    for name, path in sockets:
+        conn = UnixHTTPConnection(path, timeout=READ_TIMEOUT_SECONDS)
         try:
-            status, text = lk._request("GET", "/metrics")
-        except RuntimeError:  # it does not answer: the helpers' watch names it; it holds nothing it can release
+            conn.request("GET", "/metrics")
+            resp = conn.getresponse()
+            status, text = resp.status, resp.read().decode(errors="replace")
+        except OSError:  # it does not answer: the helpers' watch names it; it holds nothing it can release
             continue
+        finally:
+            conn.close()
         held = parse_held_packets(text) if status == 200 else 0
         if held:
-            out[f"linkem {lk.name}"] = Left(held * 1514, f"{held} packets held")
+            out[f"linkem {name}"] = Left(held * 1514, f"{held} packets held")
     return out
 
 
-def read_lab(lab: Any, where: list[Place]) -> Leftovers:
+def read_lab(where: list[Place], emulators: list[tuple[str, Path]]) -> Leftovers:
     """Every place's leftovers and the emulators'; a place that cannot be read is a leftover too (its namespace
     cannot be shown idle), named with the error."""
     out: Leftovers = {}
@@ -229,7 +247,7 @@ def read_lab(lab: Any, where: list[Place]) -> Leftovers:
             out |= read_place(p)
         except (OSError, subprocess.SubprocessError, ValueError, RuntimeError) as exc:
             out[p.name] = Left(0, f"not readable: {type(exc).__name__}: {str(exc)[:200]}")
-    return out | read_linkems(list(Linkem._running.values()))
+    return out | read_linkems(emulators)
 
 
 # -- the bound and the wait ----------------------------------------------------------------------------------------
@@ -297,11 +315,11 @@ def _text(left: Leftovers) -> dict[str, str]:
 
 def probes(lab: Any) -> list[Probe]:
     """The three kinds for a lab: queues and flows (one read of every place), and fragments."""
-    where = places(lab)
+    where, emulators = places(lab), linkem_sockets(lab)
     slowest, delays = link_figures(lab)
     pids = {name: n.pid for name, n in lab.nodes.items() if n.pid}
     return [
-        Probe("traffic", lambda: read_lab(lab, where), lambda first: bound_seconds(first, slowest, delays)),
+        Probe("traffic", lambda: read_lab(where, emulators), lambda first: bound_seconds(first, slowest, delays)),
         Probe("fragments", lambda: _fragments(pids), lambda _first: reassembly.BOUND_SECONDS),
     ]
 

@@ -204,3 +204,33 @@ def test_a_labs_places_are_its_nodes_and_the_host_side():
 def test_the_labs_figures_are_its_slowest_rate_and_its_delays():
     slowest, delays = quiesce.link_figures(FakeLab())
     assert slowest == 64e3 and delays == pytest.approx(0.27)
+
+
+def test_held_packets_are_asked_on_each_emulators_control_socket(tmp_path: Path):
+    import http.server
+    import socketserver
+    import threading
+
+    metrics = 'protolab_linkem_held_packets{link="h1-eth0>h2-eth0"} 42\n'
+
+    class Handler(http.server.BaseHTTPRequestHandler):
+        def do_GET(self) -> None:  # noqa: N802 (http.server's name)
+            body = metrics.encode() if self.path == "/metrics" else b""
+            self.send_response(200 if body else 404)
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
+
+        def address_string(self) -> str:
+            return "unix"
+
+        def log_message(self, *_args: object) -> None:
+            pass
+
+    path = tmp_path / "q101.sock"
+    with socketserver.UnixStreamServer(str(path), Handler) as server:
+        threading.Thread(target=server.serve_forever, daemon=True).start()
+        left = quiesce.read_linkems([("h1-eth0>h2-eth0", path), ("gone", tmp_path / "q102.sock")])
+        server.shutdown()
+    # 42 packets, counted as full frames for the bound; an emulator that does not answer is the helpers' watch's
+    assert left == {"linkem h1-eth0>h2-eth0": Left(42 * 1514, "42 packets held")}, left
