@@ -598,13 +598,19 @@ def clean_parts(failures: list[str] | None = None) -> list[str]:
         with contextlib.suppress(FileNotFoundError):
             f.unlink()
     for d in sorted(p for p in STATE_ROOT.iterdir() if p.is_dir()):
-        with contextlib.suppress(OSError, ValueError):  # a remote host's keeper: its own state on the host
+        host: placement.TestbedHost | None = None
+        try:  # a remote host's keeper: its own state on the host
             host = placement.TestbedHost.model_validate_json((d / "part.json").read_text())
-            if host.netns is None:
-                lines = _clean_remote(host)
-                left = [f"{host.name}: {line}" for line in lines if line.startswith("its keeper's state")]
-                failures += left
-                done += [f"{host.name}: {line}" for line in lines if f"{host.name}: {line}" not in left]
+        except FileNotFoundError:
+            pass  # the sessions' folder, or a part that never started
+        except (OSError, ValueError) as exc:
+            failures.append(f"lab part {d.name}: {d / 'part.json'} does not read, so its host was not reached "
+                            f"(a keeper may be left there): {str(exc)[:200]}")  # fmt: skip
+        if host is not None and host.netns is None:
+            lines = _clean_remote(host)
+            left = [f"{host.name}: {line}" for line in lines if line.startswith("its keeper's state")]
+            failures += left
+            done += [f"{host.name}: {line}" for line in lines if f"{host.name}: {line}" not in left]
         if d != hostlink.CONTROL_DIR:
             done += clean_part_dir(d)
     done += hostmon.sweep_remote(failures)  # over the sessions still open (or opened again)

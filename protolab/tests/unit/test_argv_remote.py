@@ -185,3 +185,17 @@ def test_clean_removes_a_remote_prometheus_over_a_live_session_and_reports_one_i
     failures = []
     assert hostmon.sweep_remote(failures) == []
     assert len(failures) == 1 and "plab-prometheus-far (run run-x): not reached, left on the host" in failures[0]
+
+
+def test_clean_says_a_part_whose_host_record_does_not_read_may_have_left_a_keeper(tmp_path, monkeypatch):
+    from protolab import ownership
+
+    monkeypatch.setattr(multilab, "STATE_ROOT", tmp_path / "hosts")
+    monkeypatch.setattr(hostlink, "CONTROL_DIR", tmp_path / "hosts" / "ssh")
+    monkeypatch.setattr(ownership, "ledgers", lambda: [])
+    d = multilab.STATE_ROOT / "far"
+    d.mkdir(parents=True)
+    (d / "part.json").write_text(json.dumps({"name": "far", "address": "192.0.2.11", "user": "-oProxyCommand=x"}))
+    failures: list[str] = []
+    multilab.clean_parts(failures)
+    assert len(failures) == 1 and "lab part far" in failures[0] and "a keeper may be left there" in failures[0]
