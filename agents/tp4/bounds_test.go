@@ -57,3 +57,64 @@ func TestMaxTSDUValidated(t *testing.T) {
 		}
 	}
 }
+
+// FuzzReceiver feeds the receiver arbitrary datagrams (each a 2-byte
+// length and its bytes; small TPDUs and bounds keep the inputs short): it must not panic, must send only TPDUs it can
+// decode, and must hold at most MaxTSDU octets of a TSDU being
+// reassembled and RecvBuffer octets of DTs after a gap.
+func FuzzReceiver(f *testing.F) {
+	cfg := DefaultConfig()
+	cfg.Ref, cfg.MaxTSDU, cfg.RecvBuffer = 0x1234, 256, 128
+	const peer = 0x0777
+	frame := func(ps ...TPDU) []byte {
+		var out []byte
+		for _, p := range ps {
+			b := Encode(p)
+			out = append(out, byte(len(b)>>8), byte(len(b)))
+			out = append(out, b...)
+		}
+		return out
+	}
+	cr := TPDU{Type: CR, SrcRef: peer, Class: ClassOption, SizeLog: SizeLog(128), Options: OptSelective | OptExpedited}
+	dt := func(seq uint32, n int, eot bool) TPDU {
+		return TPDU{Type: DT, DstRef: cfg.Ref, Seq: seq, EOT: eot, Data: bytes.Repeat([]byte{byte(seq)}, n)}
+	}
+	f.Add(frame(cr, dt(0, 100, false), dt(1, 100, true), TPDU{Type: DR, DstRef: cfg.Ref, SrcRef: peer}))
+	f.Add(frame(cr, dt(0, 100, false), dt(1, 100, false), dt(2, 100, false)))
+	f.Add(frame(cr, dt(2, 60, false), dt(3, 60, false), dt(1, 100, false), dt(0, 100, true)))
+	f.Add(frame(cr, TPDU{Type: ED, DstRef: cfg.Ref, Seq: 0, EOT: true, Data: []byte("expedited")}, dt(0, 12, true)))
+	f.Fuzz(func(t *testing.T, in []byte) {
+		r, err := NewReceiver(cfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		r.OnTSDU = func(b []byte, _ time.Time) {
+			if len(b) > cfg.MaxTSDU {
+				t.Fatalf("delivered a TSDU of %d octets, bound %d", len(b), cfg.MaxTSDU)
+			}
+		}
+		now := t0
+		for len(in) >= 2 {
+			n := int(in[0])<<8 | int(in[1])
+			in = in[2:]
+			if n > len(in) {
+				n = len(in)
+			}
+			r.Input(in[:n], now)
+			in = in[n:]
+			now = now.Add(time.Millisecond)
+			held := 0
+			for _, h := range r.ooo {
+				held += len(h.data)
+			}
+			if len(r.partial) > cfg.MaxTSDU || held > cfg.RecvBuffer {
+				t.Fatalf("holds %d octets of a TSDU (bound %d) and %d after a gap (bound %d)", len(r.partial), cfg.MaxTSDU, held, cfg.RecvBuffer)
+			}
+			for b := r.Output(now); b != nil; b = r.Output(now) {
+				if _, err := Decode(b); err != nil {
+					t.Fatalf("the receiver sent % x: %v", b, err)
+				}
+			}
+		}
+	})
+}
