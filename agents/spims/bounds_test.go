@@ -6,9 +6,13 @@ import (
 	"errors"
 	"fmt"
 	"runtime"
+	"sort"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	dto "github.com/prometheus/client_model/go"
 
 	"protolab/agents/transport"
 )
@@ -116,6 +120,32 @@ func TestHugeRequestRefusedWithoutAllocating(t *testing.T) {
 	if n := live.Refused(refusedTooLarge); n != 1 {
 		t.Errorf("refused too_large %d, want 1", n)
 	}
+	if got := refusedMetrics(t, live); got != "bad_hello=0 too_large=1 too_many_units=0" {
+		t.Errorf("protolab_spims_refused_messages_total: %s", got)
+	}
+}
+
+// refusedMetrics is live's refused counters as /metrics has them.
+func refusedMetrics(t *testing.T, live *Live) string {
+	t.Helper()
+	ch := make(chan prometheus.Metric, 64)
+	if err := live.Update(ch); err != nil {
+		t.Fatal(err)
+	}
+	close(ch)
+	var out []string
+	for m := range ch {
+		if !strings.Contains(m.Desc().String(), `"protolab_spims_refused_messages_total"`) {
+			continue
+		}
+		var pb dto.Metric
+		if err := m.Write(&pb); err != nil {
+			t.Fatal(err)
+		}
+		out = append(out, fmt.Sprintf("%s=%g", pb.GetLabel()[0].GetValue(), pb.GetCounter().GetValue()))
+	}
+	sort.Strings(out)
+	return strings.Join(out, " ")
 }
 
 // Each bound of proto.go, at and past its limit, over real transports.
