@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"context"
+	"encoding/binary"
 	"encoding/json"
 	"regexp"
 	"strings"
@@ -227,5 +228,36 @@ func TestMetricsHaveHelp(t *testing.T) {
 				t.Errorf("no %s", w)
 			}
 		}
+	}
+}
+
+// serve bounds a request by its transport's message: over udp a request
+// for one byte more than a datagram carries (the 13-byte header's op 1,
+// a = 65491) is answered with a refusal naming udp's 65490, and serve goes
+// on answering jobs.
+func TestServeRefusesPastItsTransport(t *testing.T) {
+	addr := startServe(t, "--transport", "udp", "--listen", "127.0.0.1:0")[0]
+	udp, _ := transport.Get("udp")
+	c, err := udp.Dial(context.Background(), addr, transport.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	c.SetDeadline(time.Now().Add(5 * time.Second))
+	req := []byte{1, 0, 0, 0, 7, 0, 0, 0, 0, 0, 0, 0, 0}
+	binary.BigEndian.PutUint32(req[5:], uint32(spims.MaxPayload(udp)+1))
+	if err := c.WriteMsg(req); err != nil {
+		t.Fatal(err)
+	}
+	m, err := c.ReadMsg(nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := "response of 65491 payload bytes, more than one message of this transport carries (65490)"; len(m) < 13 || m[0] != 0x84 || !strings.Contains(string(m[13:]), want) {
+		t.Fatalf("answer % x, want opError naming %q", m[:min(len(m), 13)], want)
+	}
+	job, _ := json.Marshal(map[string]any{"procedure": "request_response", "transport": "udp", "target": addr, "iterations": 5})
+	if code, _, errOut := runCmd([]string{"run", "--job", "-"}, string(job)); code != 0 {
+		t.Fatalf("a job after the refusal: exit %d: %s", code, errOut)
 	}
 }
