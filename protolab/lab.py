@@ -20,6 +20,7 @@ import os
 import pty
 import select
 import signal
+import subprocess
 import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
@@ -36,7 +37,7 @@ from .impair import Endpoint
 from .linkstate import LinkState, wanted_settings
 from .model.impairment import Impairment, LinkImpairment
 from .ownership import Ledger
-from .shell import CommandError, run
+from .shell import CommandError, in_netns, run
 from .topo import Topology
 from .units import format_rate
 
@@ -165,16 +166,14 @@ OFFLOAD_FEATURES = {"tcp-segmentation-offload": "tso", "generic-segmentation-off
                     "generic-receive-offload": "gro", "large-receive-offload": "lro"}  # fmt: skip
 
 
-def _frames_not_superpackets(intf: str, node: Any = None) -> None:
+def _frames_not_superpackets(intf: str, pid: int | None = None) -> None:
     """Segmentation offloads off: every frame is counted, shaped and queued as one frame, as on a wire. Not
-    checked here (a driver may refuse one); Lab.offloads() reads back what is in force, for the manifest."""
+    checked here (a driver may refuse one); Lab.offloads() reads back what is in force, for the manifest. `pid`: a
+    node's interface, in that process's network namespace."""
     args = []
     for o in OFFLOADS:
         args += [o, "off"]
-    if node is not None:
-        node.cmd("ethtool -K " + intf + " " + " ".join(args) + " 2>/dev/null")
-    else:
-        run(["ethtool", "-K", intf, *args], check=False)
+    run(in_netns(["ethtool", "-K", intf, *args], pid=pid), check=False)
 
 
 def parse_offloads(text: str) -> dict[str, str]:
@@ -301,6 +300,7 @@ class Lab:
             self.actions.append(f"removed what killed runs left: {', '.join(removed)}")
         if failures:
             raise ProtolabError("cannot remove what an earlier run left: " + "; ".join(failures))
+        self._refuse_untyped()
         self._refuse_foreign()
         self.actions += firewall.ensure_bridged_forwarding(self.ledger)
         self.actions += firewall.untrack_bridged(f"{self.run_id}_{self.ledger.scope}", self.ledger)
@@ -348,6 +348,20 @@ class Lab:
         self.timings["teardown_seconds"] = time.monotonic() - t0
 
     # -- steps -----------------------------------------------------------------------------------
+    def _refuse_untyped(self) -> None:
+        """Stop before making anything when a name or address is not of its type (Topology.type_problems): Mininet
+        still configures link interfaces through a node's shell (`ifconfig <intf> <address>`)."""
+        if problems := self.topology.type_problems():
+            raise LabError(f"topology {self.topology.kind}: cannot deploy\n  " + "\n  ".join(problems))
+
+    def _in_node(self, node: str, cmd: list[str], check: bool = True) -> str:
+        """`cmd` (an argv list, never a shell line) run in the node's network namespace from outside its
+        container (whose /proc/sys is read-only); its output. A failure raises LabError naming the node."""
+        try:
+            return run(in_netns(cmd, pid=self.nodes[node].pid), check=check, timeout=30)
+        except CommandError as exc:
+            raise LabError(f"{node}: {exc}") from None
+
     def _refuse_foreign(self) -> None:
         """Stop before making anything when a name this lab needs is taken by something protolab did not make
         (killed runs' leftovers were swept already, exactly as their ledgers say)."""
@@ -499,43 +513,43 @@ class Lab:
         return out
 
     def _configure_hosts(self) -> None:
+        """Each node's offloads, extra interfaces, IPv6 twins and routes, by argv commands in its namespace (no
+        value of the topology passes through a shell), then read back."""
         t = self.topology
-        v6: dict[str, list[str]] = {h.name: [] for h in t.hosts}  # node -> `ip -6 addr` commands
+        v6: dict[str, list[tuple[str, str]]] = {h.name: [] for h in t.hosts}  # node -> (address/len, interface)
         if t.ipv6:
             for lk in t.links:
                 for end, (n, ip) in enumerate(((lk.node1, lk.ip1), (lk.node2, lk.ip2))):
                     if ip and n in v6:
-                        intf = self.link_ends[(lk.node1, lk.node2)][end].intf
-                        v6[n].append(f"ip -6 addr add {topo.v6_address(ip)} dev {intf} nodad")
+                        v6[n].append((topo.v6_address(ip), self.link_ends[(lk.node1, lk.node2)][end].intf))
         for h in t.hosts:
-            mn = self.net.get(h.name)
-            data = [i.name for i in mn.intfList() if i.name != "lo"]
+            pid = self.nodes[h.name].pid
+            data = self.data_interfaces(h.name)
             for intf in data:
-                _frames_not_superpackets(intf, mn)
-            self._add_interfaces(h, mn)
-            for x in h.interfaces:
-                if x.address and t.ipv6:
-                    v6[h.name].append(f"ip -6 addr add {topo.v6_address(x.address)} dev {x.name} nodad")
-            cmds = ["ip route del default 2>/dev/null", "ip -6 route del default 2>/dev/null"]  # never via mgmt
-            for dst, gw in h.routes:
-                cmds.append(f"ip route replace {dst} via {gw}")
+                _frames_not_superpackets(intf, pid)
+            self._add_interfaces(h)
+            v6[h.name] += [(topo.v6_address(x.address), x.name) for x in h.interfaces if x.address and t.ipv6]
+            for family in ("-4", "-6"):  # never via the management network
+                self._in_node(h.name, ["ip", family, "route", "del", "default"], check=False)
+            cmds = [["ip", "-4", "route", "replace", dst, "via", gw] for dst, gw in h.routes]
             if data:
-                cmds.append(f"ip route replace {MULTICAST_PREFIX} dev {data[0]}")
+                cmds.append(["ip", "-4", "route", "replace", MULTICAST_PREFIX, "dev", data[0]])
             routes6 = t.routes6(h) if t.ipv6 else []
-            cmds += v6[h.name] + [f"ip -6 route replace {dst} via {gw}" for dst, gw in routes6]
+            cmds += [["ip", "-6", "addr", "add", addr, "dev", intf, "nodad"] for addr, intf in v6[h.name]]
+            cmds += [["ip", "-6", "route", "replace", dst, "via", gw] for dst, gw in routes6]
             for c in cmds:
-                mn.cmd(c)
+                self._in_node(h.name, c)
             for family, wanted in (("-4", h.routes), ("-6", routes6)):
-                out = mn.cmd(f"ip {family} route show") if wanted else ""
+                out = self._in_node(h.name, ["ip", family, "route", "show"]) if wanted else ""
                 present = _route_destinations(out)
                 for dst, _gw in wanted:
                     if ipaddress.ip_network(dst, strict=False) not in present:
                         raise LabError(f"{h.name}: route to {dst} missing after configuration:\n{out}")
             if v6[h.name]:
-                out = mn.cmd("ip -6 addr show scope global")
-                for c in v6[h.name]:
-                    if c.split()[4].split("/")[0] not in out:
-                        raise LabError(f"{h.name}: address {c.split()[4]} missing after configuration:\n{out}")
+                out = self._in_node(h.name, ["ip", "-6", "addr", "show", "scope", "global"])
+                for addr, _intf in v6[h.name]:
+                    if addr.split("/")[0] not in out:
+                        raise LabError(f"{h.name}: address {addr} missing after configuration:\n{out}")
 
     def _charge_receive_work(self) -> None:
         """Each node's kernel receive work charged to the node's own cgroup (protolab.rxcpu; mode `node`)."""
@@ -597,21 +611,23 @@ class Lab:
                     out[f"{node}:{end.intf}"] = by_port[port.intf]
         return out
 
-    def _add_interfaces(self, h: topo.Host, mn: Any) -> None:
+    def _add_interfaces(self, h: topo.Host) -> None:
         """A node's extra interfaces, made inside its network namespace (so they go with the container): dummy
         interfaces, or an IFB in their place where the kernel has no dummy driver (it also holds addresses and
         sends nothing on)."""
         for x in h.interfaces:
-            made = mn.cmd(f"if ip link add {x.name} type dummy 2>/dev/null; then echo made-dummy;"
-                          f" elif ip link add {x.name} type ifb 2>&1; then echo made-ifb; fi").split()  # fmt: skip
-            if "made-dummy" not in made and "made-ifb" not in made:
-                raise LabError(f"{h.name}: cannot make interface {x.name}: {' '.join(made)}")
-            if "made-dummy" not in made:
+            try:
+                self._in_node(h.name, ["ip", "link", "add", "name", x.name, "type", "dummy"])
+            except LabError as no_dummy:
+                try:
+                    self._in_node(h.name, ["ip", "link", "add", "name", x.name, "type", "ifb"])
+                except LabError as exc:
+                    raise LabError(f"{h.name}: cannot make interface {x.name}: {no_dummy}; {exc}") from None
                 self.actions.append(f"{h.name}: {x.name} is an IFB (this kernel has no dummy interfaces)")
-            mn.cmd(f"ip link set dev {x.name} up")
+            self._in_node(h.name, ["ip", "link", "set", "dev", x.name, "up"])
             if x.address:
-                mn.cmd(f"ip addr add {x.address} dev {x.name}")
-            out = mn.cmd(f"ip -o -4 addr show dev {x.name}")
+                self._in_node(h.name, ["ip", "addr", "add", x.address, "dev", x.name])
+            out = self._in_node(h.name, ["ip", "-o", "-4", "addr", "show", "dev", x.name])
             if x.address and f" {x.address} " not in out:
                 raise LabError(f"{h.name}: address {x.address} missing on {x.name} after configuration:\n{out}")
 
@@ -637,13 +653,19 @@ class Lab:
                 continue
             mine = {i.network: hot for n, i, hot in ends if n == h.name}  # subnet -> my link there is impaired
             peers = sorted({i for n, i, hot in ends if n != h.name and i.network in mine and (hot or mine[i.network])})
-            targets = [("", str(i.ip)) for i in peers]
+            targets = [("-4", str(i.ip)) for i in peers]
             if t.ipv6:
-                targets += [("-6 ", str(ipaddress.ip_interface(topo.v6_address(str(i))).ip)) for i in peers]
-            if targets:
-                self.net.get(h.name).cmd(
-                    " ".join(f"ping {f}-c 1 -W 1 -q {a} >/dev/null 2>&1 &" for f, a in targets) + " wait"
-                )
+                targets += [("-6", str(ipaddress.ip_interface(topo.v6_address(str(i))).ip)) for i in peers]
+            pid = self.nodes[h.name].pid
+            quiet: dict[str, Any] = {"stdout": subprocess.DEVNULL, "stderr": subprocess.DEVNULL}
+            pings = [subprocess.Popen(in_netns(["ping", f, "-c", "1", "-W", "1", "-q", a], pid=pid), **quiet)
+                     for f, a in targets]  # fmt: skip
+            for p in pings:  # an answer or not: only the caches matter (ping -W 1 gives up after a second)
+                try:
+                    p.wait(timeout=10)
+                except subprocess.TimeoutExpired:
+                    p.kill()
+                    p.wait()
 
     def offloads(self) -> dict[str, dict[str, str]]:
         """Every lab link end's segmentation offloads as the kernel has them now (`ethtool -k` read back, not what

@@ -48,6 +48,7 @@ SCHEMA_PATH = EXPERIMENTS_DIR / "schema.json"
 MAX_SWEEP_POINTS = 10_000  # the sweep's cartesian product, checked before it is expanded
 MAX_SPEC_NODES = 100_000  # values in a spec file as parsed (YAML aliases counted each time they are used)
 MAX_SPEC_DEPTH = 100
+MAX_TASK_NAME = 64
 
 
 class Seed(Strict):
@@ -176,8 +177,14 @@ def node_settings(
     return images, cpus, commands
 
 
+def _holding(task: Strict, node: str) -> str:
+    """', <field>' of the task's field(s) that name `node` (for an error), or ''."""
+    fields = [k for k, v in task if v == node or (isinstance(v, (list, tuple)) and node in v)]
+    return ", " + ", ".join(fields) if fields else ""
+
+
 class Phase(Strict):
-    name: str = Field(..., pattern=NAME_RE)
+    name: str = Field(..., pattern=NAME_RE, max_length=64)
     tasks: list[Task] = Field(..., min_length=1, description="run in parallel; the phase ends with the last")
     faults: list[Fault] = Field(
         default_factory=list, description="timed link and node faults, relative to the phase start"
@@ -194,6 +201,9 @@ class Phase(Strict):
         if len(set(names)) != len(names):
             raise ValueError(f"task names repeat in phase {self.name}: {names}")
         for t in self.tasks:
+            if len(t.name) > MAX_TASK_NAME:  # a column prefix, and part of its helpers' file and process names
+                raise ValueError(f"phase {self.name}, task {t.name[:20]}...: name is {len(t.name)} characters; at most "
+                                 f"{MAX_TASK_NAME}")  # fmt: skip
             if not (t.duration > 0 and math.isfinite(t.duration)):
                 raise ValueError(f"phase {self.name}, task {t.name}: duration must be a finite time longer than 0s")
         if not (self.max_no_path >= 0 and math.isfinite(self.max_no_path)):
@@ -209,7 +219,7 @@ class Phase(Strict):
 class Measurement(Strict):
     """A column of the tidy table taken from Prometheus over each phase's measurement window."""
 
-    name: str = Field(..., pattern=COLUMN_RE, description="column prefix; the unit is appended")
+    name: str = Field(..., pattern=COLUMN_RE, max_length=64, description="column prefix; the unit is appended")
     kind: Literal["interface_rate", "cpu"] = "interface_rate"
     node: SafeName
     interface: SafeName | None = Field(None, description="interface_rate: e.g. h1-eth0")
@@ -264,7 +274,7 @@ class RepeatUntil(Strict):
 class Experiment(Strict):
     """One experiment, fully resolved for one sweep point (no ${...} left)."""
 
-    name: str = Field(..., pattern=NAME_RE)
+    name: str = Field(..., pattern=NAME_RE, max_length=64, description="also its results folder's name")
     description: str
     seed: Seed
     topology: TopologySpec
@@ -320,7 +330,7 @@ class Experiment(Strict):
     @classmethod
     def _axes(cls, v: dict[str, list[Any]]) -> dict[str, list[Any]]:
         for axis, values in v.items():
-            if not re.match(COLUMN_RE, axis):
+            if not re.fullmatch(COLUMN_RE, axis):
                 raise ValueError(f"axis name {axis!r} must match {COLUMN_RE}")
             if not values:
                 raise ValueError(f"axis {axis!r} has no values")
@@ -339,7 +349,8 @@ class Experiment(Strict):
             for task in phase.tasks:
                 for n in task.nodes():
                     if n not in hosts:
-                        raise ValueError(f"phase {phase.name}, task {task.name}: {n!r} is not a host ({sorted(hosts)})")
+                        raise ValueError(f"phase {phase.name}, task {task.name}{_holding(task, n)}: {n!r} is not a "
+                                         f"host ({sorted(hosts)})")  # fmt: skip
                 if task.address_family() == 6 and not t.ipv6:
                     raise ValueError(f"phase {phase.name}, task {task.name}: family ipv6, but the topology has "
                                      "ipv6: false")  # fmt: skip
@@ -383,11 +394,13 @@ class Experiment(Strict):
                 raise ValueError(f"repetitions.columns: {unknown} are not columns of this experiment")
         for m in self.measurements:
             if m.phase is not None and m.phase not in {p.name for p in self.phases}:
-                raise ValueError(f"measurement {m.name}: no phase {m.phase!r} ({[p.name for p in self.phases]})")
+                raise ValueError(f"measurement {m.name}, phase: no phase {m.phase!r} ({[p.name for p in self.phases]})")
             if m.node not in hosts:
-                raise ValueError(f"measurement {m.name}: {m.node!r} is not a host")
+                raise ValueError(f"measurement {m.name}, node: {m.node!r} is not a host")
             if m.interface and m.interface not in intfs[m.node]:
-                raise ValueError(f"measurement {m.name}: {m.node} has no {m.interface} (has {intfs[m.node]})")
+                raise ValueError(
+                    f"measurement {m.name}, interface: {m.node} has no {m.interface} (has {intfs[m.node]})"
+                )
         return self
 
     @model_validator(mode="after")

@@ -166,7 +166,7 @@ class Topology:
 
     def problems(self) -> list[str]:
         """What would stop this topology from being built as given (empty: nothing)."""
-        out: list[str] = self._type_problems()
+        out: list[str] = self.type_problems()
         if out:  # a value of the wrong type is reported alone: the checks below would only echo it
             return out
         names = self.node_names()
@@ -224,7 +224,7 @@ class Topology:
                            f"{imp.link[1]}")  # fmt: skip
         return out
 
-    def _type_problems(self) -> list[str]:
+    def type_problems(self) -> list[str]:
         """Every value that later names something on the machine or reaches a command, checked by its type (the
         topology file's model checks them too; a generator's output and a topology read back from JSON are checked
         here): node names, roles, images, placements, segment names, addresses, routes."""

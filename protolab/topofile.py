@@ -158,11 +158,15 @@ class _Resolver:
         for n in self.containers:
             if len(n) > MAX_HOST_NAME:
                 raise ValueError(f"nodes.{n}: name longer than {MAX_HOST_NAME} characters (interfaces are {n}-eth0)")
+        where = {n: f"nodes.{n}" for n in self.bridges}
+        where.update(
+            {s.bridge_name: f"segments.{i}.{'bridge' if s.bridge else 'name'}" for i, s in enumerate(self.d.segments)}
+        )
         for n in self.bridges:
             try:
                 naming.bridge_name(n)
             except ValueError as exc:
-                raise ValueError(f"nodes.{n}: {exc}") from None
+                raise ValueError(f"{where[n]}: {exc}") from None
         hubs: dict[str, str] = {}
         for i, seg in enumerate(self.d.segments):
             for m in seg.members:

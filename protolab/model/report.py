@@ -30,7 +30,7 @@ class Check(Strict):
     in each of its groups: one entry in the summary, recording the worst row."""
 
     name: str
-    column: str | None = Field(None, pattern=COLUMN_RE, description="the tidy column (or give derived)")
+    column: str | None = Field(None, pattern=COLUMN_RE, max_length=128, description="the tidy column (or give derived)")
     derived: str | None = Field(
         None, pattern=COLUMN_RE, description="a derived sum, ratio or fit (see Derived): every row within the bounds"
     )

@@ -224,7 +224,7 @@ class SegmentDef(Strict):
 class TopologyDef(Strict):
     """A network: nodes, point-to-point links and segments (a hub or switch with its members)."""
 
-    name: str = Field("custom", pattern=NODE_NAME_RE, description="the topology's name in reports")
+    name: str = Field("custom", pattern=NODE_NAME_RE, max_length=64, description="the topology's name in reports")
     description: str = ""
     nodes: dict[str, NodeDef] = Field(..., min_length=1, description="name -> node; names as h1, r1, s1")
     links: list[LinkDef] = Field(default_factory=list)

@@ -194,7 +194,7 @@ AWKWARD = ['say "hi"', "web-1", "back\\slash", "node", "ünï cødé", "a<b>&c|#
 def awkward_types(monkeypatch):
     """Topology.validate refuses these names by type (test_hostile_inputs); escaping is the graph's own defense, so
     it is tried here with that check off."""
-    monkeypatch.setattr(Topology, "_type_problems", lambda self: [])
+    monkeypatch.setattr(Topology, "type_problems", lambda self: [])
 
 
 def _awkward() -> Topology:
