@@ -31,7 +31,7 @@ type Central struct {
 	ctlBuf []byte
 
 	ready    [bundle.Groups]bool  // a C_1 has joined the packet address
-	waiting  [bundle.Groups][]ack // host joins to acknowledge once it has
+	waiting  [bundle.Groups][]ack // host joins to acknowledge once it has (one per host)
 	c1Seq    uint32
 	c1Joins  map[uint32]c1Join // unacknowledged joins sent to C_1s
 	lastSent time.Time
@@ -226,7 +226,7 @@ func (c *Central) control(ctl bundle.Control, now time.Time) {
 	switch ctl.Type {
 	case bundle.CtlJoin:
 		first := c.db.Join(g, host)
-		c.waiting[g] = append(c.waiting[g], ack{host, ctl.Seq})
+		c.wait(g, ack{host, ctl.Seq})
 		if c.ready[g] || c.db.C1s == 0 {
 			c.groupReady(g, now)
 			return
@@ -254,6 +254,19 @@ func (c *Central) control(ctl bundle.Control, now time.Time) {
 	default:
 		c.st.Drop(DropControl, 1)
 	}
+}
+
+// wait notes a host's join of g to acknowledge once g is ready: one per
+// host, its latest number, so that its resends (or anyone's stream of
+// joins) do not pile up while no C_1 has answered.
+func (c *Central) wait(g int, a ack) {
+	for i := range c.waiting[g] {
+		if c.waiting[g][i].host == a.host {
+			c.waiting[g][i].seq = a.seq
+			return
+		}
+	}
+	c.waiting[g] = append(c.waiting[g], a)
 }
 
 func (c *Central) groupReady(g int, now time.Time) {
