@@ -4,6 +4,11 @@ A 2-core laptop must not pass off its own limits as the protocol's. Around every
 host's CPU time split (/proc/stat), the softnet backlog drops and time squeezes (/proc/net/softnet_stat),
 and the drop counters of qdiscs nobody configured (the lab's unshaped interfaces). Findings above the
 bounds below mark the run invalid in summary.json, naming the point and the reason.
+
+The helpers that shape or measure a measurement are watched through it (helpers_down): a link emulator or NIC
+filter that ended or stopped answering (protolab.helperproc's watcher), a node's metrics agent none of whose
+scrapes succeeded for AGENT_SILENT_SECONDS, a keeper serving the lab that is gone: the measurement is invalid
+with the helper and the node named (a dead link emulator lets the traffic cross its link unimpaired).
 """
 
 from __future__ import annotations
@@ -16,12 +21,15 @@ from typing import Any
 
 import psutil
 
+from . import naming
+from .helperproc import WATCH
 from .hoststats import cgroup_cpu_seconds, softnet
 from .shell import run
 
 MAX_CPU_BUSY_RATIO = 0.95  # both cores nearly saturated: the workload competes with the emulation itself
 MAX_SOFTIRQ_RATIO = 0.5  # half of all CPU time in softirq: packet processing is the bottleneck
 MAX_FOREIGN_CORES = 0.5  # CPU used by neither the lab (containers, engine, orchestrator) nor interrupts
+AGENT_SILENT_SECONDS = 3.0  # a node's agent whose scrapes (every 1 s) all failed this long stopped answering
 
 
 @dataclass
@@ -151,3 +159,59 @@ def assess(before: Snapshot, after: Snapshot) -> tuple[dict[str, float], list[st
     if figures["unconfigured_qdisc_drops_total"] > 0:
         reasons.append(f"{figures['unconfigured_qdisc_drops_total']:.0f} drops at qdiscs nobody configured")
     return figures, reasons
+
+
+def helpers_down(lab: Any, prom: Any, since: float, phases: list[Any]) -> list[str]:
+    """Why the measurement that began at `since` (time.monotonic()) and ends now cannot be trusted because a helper
+    was out during it, one reason each naming the helper and its node: link emulators and NIC filters
+    (helperproc.WATCH), the nodes' metrics agents (Prometheus's scrapes; nodes a node fault of `phases` acts on are
+    left out: a pause freezes their agent on purpose), the keepers serving the lab from this machine."""
+    reasons = WATCH.reasons(since)
+    faulted = {f.node for ph in phases for f in ph.faults if f.node}
+    now = time.time()
+    reasons += agents_silent(prom, sorted(set(lab.nodes) - faulted), now - (time.monotonic() - since), now)
+    for pid in lab.service_pids():
+        try:
+            alive = psutil.Process(pid).status() != psutil.STATUS_ZOMBIE
+        except psutil.Error:
+            alive = False
+        if not alive:
+            reasons.append(f"the keeper serving the lab (pid {pid}) has ended")
+    return reasons
+
+
+def agents_silent(prom: Any, nodes: list[str], start: float, end: float) -> list[str]:
+    """The nodes whose metrics agent answered none of Prometheus's scrapes for AGENT_SILENT_SECONDS or more
+    between `start` and `end` (unix time): from its first failed scrape to its next good one (or `end`). A stretch
+    with no scrape at all (Prometheus itself held up) is no agent's fault."""
+    if not nodes or end - start < AGENT_SILENT_SECONDS:
+        return []
+    try:
+        series = prom.samples(f'up{{instance=~".+:{naming.AGENT_PORT}"}}', start, end)
+    except Exception as exc:
+        return [f"the nodes' metrics agents could not be watched: Prometheus did not answer ({exc})"]
+    by_node = {labels.get("node"): sorted((p.timestamp, p.value) for p in pts) for labels, pts in series}
+    out = []
+    for node in nodes:
+        worst, at = silence(by_node.get(node, []), end)
+        if worst >= AGENT_SILENT_SECONDS:
+            where = f"{naming.container_name(node)}:{naming.AGENT_PORT}"
+            out.append(f"the metrics agent of node {node} ({where}) answered no scrape for {worst:.1f} s from "
+                       f"{at - start:.1f} s into the measurement")  # fmt: skip
+    return out
+
+
+def silence(samples: list[tuple[float, float]], end: float) -> tuple[float, float]:
+    """The longest stretch (seconds, and its start) from a failed scrape (up 0) to the next good one, or to `end`
+    if none came; (0, 0) without a failed scrape."""
+    worst, at, failed = 0.0, 0.0, None
+    for t, v in samples:
+        if v == 0 and failed is None:
+            failed = t
+        elif v == 1 and failed is not None:
+            if t - failed > worst:
+                worst, at = t - failed, failed
+            failed = None
+    if failed is not None and end - failed > worst:
+        worst, at = end - failed, failed
+    return worst, at

@@ -184,6 +184,11 @@ LINKEM_TAIL_LINES = 50  # last lines of its stderr and of its stdout kept for er
 log = logging.getLogger(__name__)
 
 
+def node_of(intf: str) -> str:
+    """The node an interface belongs to by its name (`<node>-eth<N>`, a bridge port `plab-<switch>-eth<N>`)."""
+    return intf.removeprefix(naming.PREFIX).rsplit("-eth", 1)[0]
+
+
 def linkem_control_dir() -> Path:
     """The 0700 directory of linkem's control sockets, under the state directory."""
     d = monitor.state_dir() / "linkem"
@@ -202,6 +207,7 @@ class Linkem(HelperProcess):
         if not LINKEM.exists():
             raise RuntimeError(f"{LINKEM} is missing: run `make images` (it builds the userspace link emulator)")
         self.receiver, self.name = receiver, name
+        self.serves = f"the link into node {node_of(receiver.intf)}"
         self.queue = next(Linkem._queues)
         args = [str(LINKEM), "--queue", str(self.queue), "--name", name, "--log-level", "warn"]
         if receiver.pid:  # else it works in the root namespace, where it runs

@@ -80,6 +80,7 @@ class NicFilter(HelperProcess):
         if not name or "/" in name or name.startswith("."):
             raise ValueError(f"NIC filter name {name!r}: want a plain name (it names the control socket)")
         self.name, self.interfaces = name, tuple(interfaces)
+        self.serves = "the NIC filters of " + ", ".join(i.ifname for i in self.interfaces)
         self.control = control_dir() / f"{os.getpid()}-{name}.sock"
         args = command(self.interfaces, self.control)
         self.control.unlink(missing_ok=True)  # a killed earlier process of this pid's
@@ -105,8 +106,13 @@ class NicFilter(HelperProcess):
         return {h["port"]: h for h in json.loads(text)["hosts"]}
 
     def stop(self) -> None:
-        """Stop the process: its attachments go with it. Raises if it had failed (exit code other than 0)."""
+        """Stop the process: its attachments go with it. Raises if it fails on the way out (exit code other than
+        0); one that had ended before is the watcher's to report (helperproc.WATCH: the measurements it was out
+        for are invalid), and leaves nothing to remove."""
+        ended = self.proc.poll() is not None
         self._end()
         code = self.proc.returncode
-        if code not in (0, -15):  # -15: killed by our SIGTERM before its handler was installed
+        if ended:
+            log.warning("protolab-nicfilter %s had ended (%s)%s", self.name, code, self.output())
+        elif code not in (0, -15):  # -15: killed by our SIGTERM before its handler was installed
             raise RuntimeError(f"protolab-nicfilter {self.name} exited with {code}{self.output()}")

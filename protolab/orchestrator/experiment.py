@@ -439,6 +439,8 @@ class ExperimentRun:
             out = run_phase(phase, lab, ex.warmup, self.task_timeout_margin, self.exporter, where)
             self._record_phase(point, rep, out, row, lab)
             windows.append((phase.name, *out.window))
+        if down := guard.helpers_down(lab, prom, before.at, ex.phases):  # link emulator, NIC filter, agent, keeper
+            self.invalid.append(f"{point.id} rep {rep} ({point.label()}): " + "; ".join(down))
         after = guard.snapshot(unshaped, lab_pids, procs)
         figures, reasons = guard.assess(before, after)
         self.guard[f"{point.id}/{rep}"] = {"figures": figures, "reasons": reasons, "idle_at_start": idle}
