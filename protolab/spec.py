@@ -41,7 +41,7 @@ from .model.report import (
 )
 from .model.topology import TopologyDef
 from .model.types import ImageRef, SafeName
-from .units import Seconds, format_duration
+from .units import Bytes, Seconds, format_duration
 from .workloads import TASK_MODELS
 
 SCHEMA_PATH = EXPERIMENTS_DIR / "schema.json"
@@ -156,6 +156,10 @@ class NodeSpec(Strict):
     command: list[str] | None = Field(
         None, description="arguments for the image's entrypoint (the agent); null = the image's default"
     )
+    # -- least privilege (issue "Trust"): the container's limits; null = protolab.lab's defaults --
+    memory: Bytes | None = Field(None, ge=64 * 2**20, description="memory limit, socket buffers included, e.g. "
+                                 "'2048MiB'; null = 1024MiB")  # fmt: skip
+    pids: int | None = Field(None, ge=64, description="limit on the container's tasks (threads count); null = 1024")
 
 
 Task = Annotated[Union[tuple(TASK_MODELS.values())], Field(discriminator="kind")]  # noqa: UP007
@@ -175,6 +179,14 @@ def node_settings(
         cpus[h.name] = own.cpus if own and "cpus" in given else h.cpus if h.cpus is not None else default.cpus
         commands[h.name] = own.command if own and "command" in given else default.command
     return images, cpus, commands
+
+
+def node_limits(t: topo.Topology, nodes: dict[str, NodeSpec]) -> dict[str, dict[str, int | None]]:
+    """Each container's memory and pids limits: the spec's entry for the node, else its `default` entry (None:
+    protolab.lab's defaults)."""
+    default = nodes.get("default") or NodeSpec()
+    return {h.name: {k: getattr(nodes.get(h.name), k, None) or getattr(default, k) for k in ("memory", "pids")}
+            for h in t.hosts}  # fmt: skip
 
 
 def _holding(task: Strict, node: str) -> str:

@@ -40,10 +40,10 @@ from .. import (
 from ..errors import EXIT_INTERRUPTED, EXIT_INVALID, EXIT_OK, ImageError, LabError, ProtolabError
 from ..exporter import FaultExporter
 from ..killpoint import killpoint
-from ..lab import Lab
+from ..lab import Lab, container_privileges
 from ..live import LiveView, http_query, progress_line
 from ..results.display import axis_str
-from ..spec import NodeSpec, Plan, Point, node_settings
+from ..spec import NodeSpec, Plan, Point, node_limits, node_settings
 from . import collect, session, summary
 from .phase import PhaseOutcome, run_phase
 from .session import Interrupted, Progress, Signals
@@ -157,7 +157,9 @@ class ExperimentRun:
                 deployment = {"topology": points[0].experiment.topology.model_dump(mode="json"), **lab.timings,
                               "links": lab.applied, "self_check": checked, "node_sysctls": lab.node_sysctls(),
                               "offloads": session.best_effort(lab.offloads, {}),
-                              "receive_cpu": lab.receive_cpu.manifest(), "nic_filters": lab.nic_filters}  # fmt: skip
+                              "receive_cpu": lab.receive_cpu.manifest(), "nic_filters": lab.nic_filters,
+                              "containers": lab.containers if isinstance(lab, Lab) else "each host keeper's defaults: "
+                              f"{container_privileges({})}"}  # fmt: skip
                 self.deployments.append(deployment)
                 rng = random.Random(self.plan.base.random_seed + gi)
                 while group:
@@ -374,7 +376,8 @@ class ExperimentRun:
             whole = multilab.whole(topology, images, cpus, commands, topology.impairments + ex.impairments)
             lab = hostrun.HostsLab(whole, self.hosts, self.rundir.run_id, ledger=self.ledger.scoped(scope))
         else:
-            lab = Lab(topology, self.rundir.run_id, images, cpus, commands=commands, client=self.client,
+            lab = Lab(topology, self.rundir.run_id, images, cpus, commands=commands,
+                      limits=node_limits(topology, ex.nodes), client=self.client,
                       impairments=topology.impairments + ex.impairments, backend=self.backend,
                       ledger=self.ledger.scoped(scope))  # fmt: skip
         lab.deploy()
