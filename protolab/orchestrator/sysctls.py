@@ -2,13 +2,20 @@
 
 They are written from the host into the node's network namespace (Mininet's shell for the node: nsenter -n),
 because a container's own /proc/sys is read-only; net.* sysctls are per namespace, so nothing outside the lab
-changes."""
+changes. The node's shell takes a script: keys and values are typed by the task model (net.* keys, plain values)
+and quoted here as well, as is every value read back from the kernel."""
 
 from __future__ import annotations
 
+import shlex
 from typing import Any
 
 from ..workloads import WorkloadError
+
+
+def _script(*argv: str) -> str:
+    """A command line for the node's shell: every word quoted."""
+    return shlex.join(argv)
 
 
 class PhaseSysctls:
@@ -39,10 +46,10 @@ class PhaseSysctls:
             try:
                 for node in dict.fromkeys(task.nodes()):
                     for key, value in task.sysctls.items():
-                        was = self._sh(node, f"sysctl -n {key}")
-                        self._sh(node, f"sysctl -qw {key}='{value}'")
+                        was = self._sh(node, _script("sysctl", "-n", key))
+                        self._sh(node, _script("sysctl", "-qw", f"{key}={value}"))
                         self._undo.append((node, key, was))
-                    runner.sysctls_set[node] = {k: self._sh(node, f"sysctl -n {k}") for k in task.sysctls}
+                    runner.sysctls_set[node] = {k: self._sh(node, _script("sysctl", "-n", k)) for k in task.sysctls}
             except WorkloadError as exc:
                 mine, self._undo = self._undo[mark:], self._undo[:mark]
                 failures = self._put_back(mine)
@@ -56,7 +63,7 @@ class PhaseSysctls:
         for node in dict.fromkeys(task.nodes()):
             for key in task.sysctls:
                 path = "/proc/sys/" + key.replace(".", "/")
-                if "rc=0" not in self.lab.node_shell(node, f'test -e {path}; echo "rc=$?"'):
+                if "rc=0" not in self.lab.node_shell(node, _script("test", "-e", path) + '; echo "rc=$?"'):
                     return f"sysctl {key} does not exist on {node} (this kernel lacks that part: no {path})"
         return None
 
@@ -70,7 +77,7 @@ class PhaseSysctls:
         failures = []
         for node, key, was in reversed(undo):
             try:
-                self._sh(node, f"sysctl -qw {key}='{was}'")
+                self._sh(node, _script("sysctl", "-qw", f"{key}={was}"))
             except (WorkloadError, KeyError) as exc:
                 failures.append(str(exc))
         return failures

@@ -1,6 +1,7 @@
 """A task's sysctls: set in its hosts' namespaces for the phase, read back, put back after, validated."""
 
 import re
+import shlex
 
 import pytest
 from pydantic import ValidationError
@@ -16,16 +17,20 @@ class FakeNode:
         self.values = values
 
     def cmd(self, script: str) -> str:
-        if t := re.match(r"test -e /proc/sys/(\S+);", script):
-            return "rc=0" if t.group(1).replace("/", ".") in self.values else "rc=1"
-        m = re.search(r"sysctl -n (\S+) ;", script) or re.search(r"sysctl -qw (\S+)='([^']*)' ;", script)
-        key = m.group(1)
+        if t := re.fullmatch(r"(.*); echo \"rc=\$\?\"", script):
+            argv = shlex.split(t.group(1))
+            if argv[0] == "test":
+                return "rc=0" if argv[2].removeprefix("/proc/sys/").replace("/", ".") in self.values else "rc=1"
+        m = re.fullmatch(r"\{ (.*) ; \} 2>&1; echo \"rc=\$\?\"", script)
+        argv = shlex.split(m.group(1))
+        assert argv[0] == "sysctl", script
+        key, _, value = argv[2].partition("=")
         if key not in self.values:
             return f"sysctl: cannot stat /proc/sys/{key.replace('.', '/')}: No such file or directory\nrc=255"
-        if m.lastindex == 2:
-            if m.group(2) == "-1":
+        if argv[1] == "-qw":
+            if value == "-1":
                 return f'sysctl: setting key "{key}": Invalid argument\nrc=255'
-            self.values[key] = m.group(2)
+            self.values[key] = value
             return "rc=0"
         return f"{self.values[key]}\nrc=0"
 
