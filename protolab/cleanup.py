@@ -3,11 +3,14 @@
 What was made is in the runs' ledgers (protolab.ownership: every object recorded before it was made), so
 this also works after a run was killed with SIGKILL, and a look-alike that protolab did not make (a link
 named `plab-x`, a rule commented `protolab-x`, a compose project, a process) is never touched. Docker
-containers and networks labelled `protolab.managed=true` are ours too (a ledger on tmpfs does not survive a
-reboot; the containers do). Host settings a run changed are restored; the results folder of a run whose
-process died gets its tidy.csv and an INVALID summary.json from the rows it had measured.
+containers and networks carrying this instance's label (`protolab.managed=true` for the default instance,
+protolab.naming) are ours too (a ledger on tmpfs does not survive a reboot; the containers do); another
+instance's (another state folder's) carry another label and are left alone. Host settings a run changed are
+restored; the results folder of a run whose process died gets its tidy.csv and an INVALID summary.json from
+the rows it had measured. What could not be removed, or whose state could not be told (ownership.Outcome),
+keeps its ledger entry and makes `clean` fail naming it.
 
-`clean` takes the machine's lab-state lock: while a live run holds it, clean refuses (exit 75) unless
+`clean` takes the instance's lab-state lock: while a live run holds it, clean refuses (exit 75) unless
 `--force`, which removes that run's lab under it.
 """
 
@@ -24,7 +27,7 @@ from .ownership import Context, Ledger
 
 
 def _labelled(ctx: Context, remove: bool) -> list[str]:
-    """Containers and networks carrying our label (any run's, ledger or not)."""
+    """Containers and networks carrying this instance's label (any of its runs', ledger or not)."""
     return dockerhost.labelled(ctx.client, [f"{naming.LABEL}=true"], remove)
 
 

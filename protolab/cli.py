@@ -14,6 +14,7 @@ protolab nightly [NAME ...]                               every experiment's nig
 protolab images [--force]                                 build the container images (as needed)
 protolab up | down                                        the monitoring stack alone
 protolab clean [--check] [--force]                        remove exactly what protolab made here
+                                                          (this instance's: see "instances" below)
 protolab schema [--check]                                 write (or verify) experiments/schema.json
 protolab dashboards [--check]                             write (or verify) dashboards/*.json
 
@@ -28,6 +29,11 @@ protolab impair set|clear NODE-NODE [--delay 10ms ...]   change a link's impairm
 protolab check                                            measure the impaired links now
 protolab destroy                                          tear it down
 
+instances: the state folder (PROTOLAB_STATE_DIR, default /run/protolab) is one instance; another folder is
+another instance, whose Docker names, labels and monitoring ports are its own (protolab.naming), so two
+instances run side by side and neither's `clean` touches the other's lab (root-namespace links are machine-wide:
+their topologies need different switch names). A state folder another user owns, or anyone may write, is refused.
+
 exit status: 0 success (`run`: a VALID run), 1 error, 2 bad spec or arguments, 3 the run is INVALID
 (summary.json says why), 75 another protolab process holds this machine's lab state (its PID and run id
 are printed), 130 interrupted by SIGINT/SIGTERM/SIGHUP (the run is INVALID; its measured rows are on disk);
@@ -38,6 +44,7 @@ from __future__ import annotations
 
 import argparse
 import logging
+import os
 import sys
 from pathlib import Path
 
@@ -372,8 +379,15 @@ def main(argv: list[str] | None = None) -> int:
     logging.basicConfig(
         level=logging.DEBUG if a.verbose else logging.WARNING, format="%(levelname)s %(name)s: %(message)s"
     )
+    from . import naming
     from .errors import EXIT_ERROR, ProtolabError, SpecError
 
+    given = os.environ.get(naming.INSTANCE_ENV)
+    try:
+        naming.adopt_instance()  # before anything is named or started: children inherit it
+    except ValueError as exc:
+        print(f"protolab {a.command}: {exc}", file=sys.stderr)
+        return SpecError.exit_status
     try:
         return a.fn(a)
     except SpecError as exc:  # it names the file and the field already
@@ -387,6 +401,9 @@ def main(argv: list[str] | None = None) -> int:
             raise
         print(f"protolab {a.command}: {type(exc).__name__}: {exc} (-v shows where)", file=sys.stderr)
         return EXIT_ERROR
+    finally:  # main() called in a process that goes on (tests): its environment as it was
+        if given is None:
+            os.environ.pop(naming.INSTANCE_ENV, None)
 
 
 if __name__ == "__main__":

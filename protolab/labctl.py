@@ -8,8 +8,9 @@ emulators and Mininet's node shells live in that process. It answers the other c
 lab a dead run's leftovers, which the next deploy, run or `protolab clean` removes.
 
 `exec` and `capture` do not need the keeper: they enter the node's container (docker exec) or network
-namespace (nsenter + tcpdump) from the state file. Only one lab exists at a time on a machine (container names
-are `plab-<node>`): a second deploy, or a `protolab run`, while one is up is refused naming the holder.
+namespace (nsenter + tcpdump) from the state file. Only one lab exists at a time in a protolab instance (a state
+folder; container names are `plab-<node>` in the default one, protolab.naming): a second deploy, or a `protolab
+run`, while one is up is refused naming the holder.
 """
 
 from __future__ import annotations
@@ -521,7 +522,7 @@ def deploy(req: Request, out: Any = sys.stderr) -> dict[str, Any]:
     p = prepare(req)  # errors now, before anything is started
     if (st := load_state()) is not None:
         raise LabError(f"lab {st['name']} ({st['lab']}) is deployed already: `protolab destroy` first")
-    ownership.state_dir().mkdir(parents=True, exist_ok=True)
+    ownership.ensure_state_dir()
     hosts = len(p.topology.hosts)
     bridges, links = len(p.topology.switches), len(p.topology.links)
     print(f"deploying {p.described}: {hosts} container{'s' * (hosts != 1)}, {bridges} bridge{'s' * (bridges != 1)}, "

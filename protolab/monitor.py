@@ -1,7 +1,10 @@
 """The monitoring stack (compose) and reading Prometheus's HTTP API.
 
-The stack is the compose project `protolab` from compose/monitoring.yaml; the lab's scrape targets are a
-file_sd JSON in the state directory, mounted into Prometheus. Queries go to 127.0.0.1:<port>.
+The stack is the instance's compose project (`protolab` for the default instance, protolab.naming) from
+compose/monitoring.yaml; the lab's scrape targets are a file_sd JSON in the state directory, mounted into
+Prometheus. Queries go to 127.0.0.1:<port>: 9090 (Grafana 3000) for the default instance, a pair of the
+instance's own otherwise (ports()), or PROTOLAB_PROMETHEUS_PORT / PROTOLAB_GRAFANA_PORT; `up` refuses a port
+another program holds. `up` while a run holds the lab state leaves that run's scrape targets as they are.
 
 Grafana (the compose profile `grafana`, the official image pinned in the compose file) runs only when its
 image is already on this machine: nothing is pulled. Without it the stack is Prometheus alone, and `up`
@@ -12,10 +15,13 @@ compose as PROTOLAB_GRAFANA_ADMIN_PASSWORD in the compose process's environment 
 
 from __future__ import annotations
 
+import errno
+import hashlib
 import json
 import os
 import secrets
 import shutil
+import socket
 import sys
 import sysconfig
 import tempfile
@@ -40,8 +46,33 @@ def state_dir() -> Path:
     return Path(os.environ.get("PROTOLAB_STATE_DIR", naming.STATE_DIR))
 
 
+PORT_ENVS = ("PROTOLAB_PROMETHEUS_PORT", "PROTOLAB_GRAFANA_PORT")
+DEFAULT_PORTS = (9090, 3000)
+INSTANCE_PORTS_BASE = 20000  # another instance's pair: BASE + 2 * (id mod 5000), and the next port
+
+
+def ports() -> tuple[int, int]:
+    """(Prometheus, Grafana) ports on 127.0.0.1 of this instance; MonitoringError for a bad variable."""
+    i = naming.instance()
+    if i:
+        k = INSTANCE_PORTS_BASE + 2 * (int(hashlib.sha256(i.encode()).hexdigest(), 16) % 5000)
+        derived = (k, k + 1)
+    else:
+        derived = DEFAULT_PORTS
+    out = []
+    for env, port in zip(PORT_ENVS, derived, strict=True):
+        value = os.environ.get(env)
+        if value is None:
+            out.append(port)
+        elif value.isdigit() and 1 <= int(value) <= 65535:
+            out.append(int(value))
+        else:
+            raise MonitoringError(f"{env}={value!r}: a TCP port is a number from 1 to 65535")
+    return out[0], out[1]
+
+
 def prometheus_url() -> str:
-    return f"http://127.0.0.1:{os.environ.get('PROTOLAB_PROMETHEUS_PORT', '9090')}"
+    return f"http://127.0.0.1:{ports()[0]}"
 
 
 GRAFANA_PROFILE = "grafana"
@@ -49,7 +80,7 @@ GRAFANA_HOME = "/d/protolab-overview"  # the overview dashboard's uid (protolab.
 
 
 def grafana_url() -> str:
-    return f"http://127.0.0.1:{os.environ.get('PROTOLAB_GRAFANA_PORT', '3000')}"
+    return f"http://127.0.0.1:{ports()[1]}"
 
 
 def grafana_image() -> str:
@@ -144,15 +175,58 @@ def compose_cmd() -> list[str]:
     return ["docker", "compose"]
 
 
+def compose_env() -> dict[str, str]:
+    """What compose/monitoring.yaml interpolates: the instance's names, ports and state folder."""
+    prom, graf = ports()
+    return {
+        "PROTOLAB_STATE_DIR": str(state_dir()),
+        "PROTOLAB_PROMETHEUS_PORT": str(prom),
+        "PROTOLAB_GRAFANA_PORT": str(graf),
+        "PROTOLAB_MGMT_NETWORK": naming.MGMT_NETWORK,
+        "PROTOLAB_LABEL": naming.LABEL,
+        "PROTOLAB_PROMETHEUS_CONTAINER": naming.prometheus_container(),
+        "PROTOLAB_GRAFANA_CONTAINER": naming.grafana_container(),
+    }
+
+
 def compose(*args: str, timeout: float = 120) -> str:
     env_file = ["--project-directory", str(COMPOSE_FILE.parent)]
     return run([*compose_cmd(), "-f", str(COMPOSE_FILE), *env_file, "-p", naming.COMPOSE_PROJECT, *args],
-               timeout=timeout)  # fmt: skip
+               timeout=timeout, env=os.environ | compose_env())  # fmt: skip
+
+
+def _stack_running(client: Any) -> bool:
+    labels = [f"com.docker.compose.project={naming.COMPOSE_PROJECT}", f"{naming.LABEL}=true"]
+    return bool(client.containers.list(filters={"label": labels, "status": "running"}))
+
+
+def refuse_taken_ports(client: Any, grafana: bool) -> None:
+    """MonitoringError when a port the stack needs is held by another program (another instance's stack, say),
+    unless it is this instance's own stack that is up already."""
+    wanted = list(zip(PORT_ENVS, ports(), ("Prometheus", "Grafana"), strict=True))[: 2 if grafana else 1]
+    for env, port, what in wanted:
+        with socket.socket() as s:
+            s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)  # a stopped stack's TIME-WAIT is not a holder
+            try:
+                s.bind(("127.0.0.1", port))
+                continue
+            except OSError as exc:
+                if exc.errno != errno.EADDRINUSE:
+                    raise
+        if _stack_running(client):
+            return
+        raise MonitoringError(
+            f"127.0.0.1:{port}, {what}'s port of protolab instance {naming.instance() or '(default)'} (state folder "
+            f"{state_dir()}), is in use by another program (another instance's stack?): stop it, or choose a free "
+            f"port with {env}=PORT"
+        )
 
 
 def write_targets(groups: list[dict[str, Any]]) -> Path:
-    d = state_dir() / "targets"
-    d.mkdir(parents=True, exist_ok=True)
+    from . import ownership
+
+    d = ownership.ensure_state_dir() / "targets"
+    d.mkdir(exist_ok=True)
     path = d / "lab.json"
     tmp = path.with_suffix(".tmp")
     tmp.write_text(json.dumps(groups, indent=1))
@@ -168,12 +242,17 @@ def up(client: Any, ledger: Any = None) -> bool:
     from . import ownership
 
     ledger = ledger or ownership.Ledger(ownership.MONITORING_LEDGER)
+    grafana = grafana_available()
+    refuse_taken_ports(client, grafana)
     dockerhost.ensure_mgmt_network(client, ledger=ledger)
     if not any(e["kind"] == "compose" for e in ledger.entries()):
         ledger.add("compose", project=naming.COMPOSE_PROJECT)
-    write_targets([])
-    os.environ.setdefault("PROTOLAB_STATE_DIR", str(state_dir()))
-    grafana = grafana_available()
+    held = ownership.holder()
+    if held and held.get("pid") != os.getpid():
+        print(f"the lab state is held by PID {held.get('pid')} ({held.get('command')}, run {held.get('run_id')}): "
+              "its lab's scrape targets are left as they are", flush=True)  # fmt: skip
+    else:
+        write_targets([])
     profile = ["--profile", GRAFANA_PROFILE] if grafana else []
     # compose interpolates Grafana's environment even when its profile is off: a throwaway value then
     password = grafana_admin_password() if grafana else secrets.token_urlsafe(24)
@@ -228,7 +307,9 @@ class Prometheus:
             except requests.RequestException:
                 pass
             time.sleep(0.3)
-        raise MonitoringError(f"Prometheus at {self.url} not ready after {timeout:g}s (`docker logs plab-prometheus`)")
+        raise MonitoringError(
+            f"Prometheus at {self.url} not ready after {timeout:g}s (`docker logs {naming.prometheus_container()}`)"
+        )
 
     def wait_targets(self, nodes: set[str], timeout: float = 30) -> None:
         """Until every node's agent has been scraped successfully."""

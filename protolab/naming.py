@@ -1,22 +1,42 @@
-"""Names and labels of everything the tool creates on a machine.
+"""Names and labels of everything the tool creates on a machine, scoped to the protolab instance.
 
-`protolab clean` removes what the runs' ledgers list (protolab.ownership), not what merely looks like these
+An instance is one state folder (PROTOLAB_STATE_DIR, default /run/protolab: its lock and ledgers). Its id is ""
+for the default state folder, so existing users see the names they know, and otherwise six hex digits of the
+folder's path (sha256), which `protolab` puts into PROTOLAB_INSTANCE for everything it starts; PROTOLAB_INSTANCE
+set by hand chooses the id instead. Two instances side by side never share a Docker name or label, so `clean`
+of one never touches the other's lab (its label sweep filters on the instance's own label key):
+
+| what                        | default instance      | instance 3fa9c2                 |
+|-----------------------------|-----------------------|---------------------------------|
+| node containers             | plab-<node>           | plab-3fa9c2-<node>              |
+| management network          | plab-mgmt             | plab-mgmt-3fa9c2                |
+| label on every Docker object| protolab.managed=true | protolab.managed.3fa9c2=true    |
+| monitoring compose project  | protolab              | protolab-3fa9c2                 |
+| Prometheus container        | plab-prometheus       | plab-3fa9c2-prometheus          |
+| Grafana container           | plab-grafana          | plab-3fa9c2-grafana             |
+| their ports on 127.0.0.1    | 9090, 3000            | the instance's own (protolab.monitor.ports) |
+
+Machine-wide, whatever the instance (the kernel's names leave no room for an id: IFNAMSIZ is 15):
+- root-namespace links (bridges, their veth ends, IFBs) start with `plab-`: two instances side by side need
+  topologies with different switch names, else the second deploy is refused naming the link;
+- iptables/ip6tables rules carry the comment `protolab` (the bridged-forwarding accept) or `protolab-impair`;
+- processes (node shells, link emulators) carry PROTOLAB_NODE=<node> and PROTOLAB_RUN=<run id> (run ids are
+  unique, and `clean` matches processes by its own ledgers' run ids).
+`protolab clean` removes what the instance's ledgers list (protolab.ownership), not what merely looks like these
 names; the names are for people and for the ledger's records.
-- Docker containers, networks: label `protolab.managed=true` (and `protolab.run=<run id>`); containers are
-  named `plab-<node>`; the monitoring stack is the compose project `protolab`.
-- Root-namespace links (bridges, their veth ends, IFBs): name starts with `plab-`.
-- iptables/ip6tables rules: comment `protolab` (the bridged-forwarding accept) or `protolab-impair`.
-- Processes (node shells, link emulators): environment `PROTOLAB_NODE=<node>` and `PROTOLAB_RUN=<run id>`.
 """
 
-LABEL = "protolab.managed"
+from __future__ import annotations
+
+import hashlib
+import os
+import re
+
+INSTANCE_ENV = "PROTOLAB_INSTANCE"
 RUN_LABEL = "protolab.run"
 NODE_LABEL = "protolab.node"
 ROLE_LABEL = "protolab.role"
 PREFIX = "plab-"
-CONTAINER_PREFIX = "plab-"
-MGMT_NETWORK = "plab-mgmt"
-COMPOSE_PROJECT = "protolab"
 RULE_COMMENT = "protolab"
 IMPAIR_COMMENT = "protolab-impair"  # rules of the fallback impairment backend
 PROCESS_ENV = "PROTOLAB_NODE"
@@ -27,6 +47,50 @@ AGENT_PORT = 9100
 DIS_PORT = 9102
 # protolab-converter's /metrics while a converter task runs (one converter process per node: c1, c2, h, host, wan)
 CONVERTER_PORT = 9104
+_INSTANCE_ID = re.compile(r"[a-z0-9]{1,12}")
+
+
+def instance_of(state_dir: str | os.PathLike[str]) -> str:
+    """The instance id of a state folder: "" for the default one, else 6 hex digits of its absolute path."""
+    path = os.path.normpath(os.path.abspath(state_dir))
+    if path == STATE_DIR:
+        return ""
+    return hashlib.sha256(path.encode()).hexdigest()[:6]
+
+
+def instance() -> str:
+    """This process's instance id (PROTOLAB_INSTANCE; unset: the default instance, "")."""
+    value = os.environ.get(INSTANCE_ENV, "")
+    if value and not _INSTANCE_ID.fullmatch(value):
+        raise ValueError(f"{INSTANCE_ENV}={value!r}: an instance id is 1 to 12 of a-z and 0-9 (unset: the default)")
+    return value
+
+
+def adopt_instance() -> str:
+    """`protolab`'s start: PROTOLAB_INSTANCE from the state folder unless set, for this process and its children
+    (lab keepers, link emulators) alike; returns it."""
+    if INSTANCE_ENV not in os.environ:
+        os.environ[INSTANCE_ENV] = instance_of(os.environ.get("PROTOLAB_STATE_DIR", STATE_DIR))
+    return instance()
+
+
+def _scoped(default: str, sep: str) -> str:
+    i = instance()
+    return f"{default}{sep}{i}" if i else default
+
+
+def __getattr__(name: str) -> str:
+    """The instance's names, read at each use (PROTOLAB_INSTANCE may be set after this module was imported)."""
+    if name == "LABEL":  # every Docker object protolab makes carries LABEL=true; the sweep looks for it
+        return _scoped("protolab.managed", ".")
+    if name == "MGMT_NETWORK":
+        return _scoped("plab-mgmt", "-")
+    if name == "COMPOSE_PROJECT":
+        return _scoped("protolab", "-")
+    if name == "CONTAINER_PREFIX":
+        i = instance()
+        return f"plab-{i}-" if i else "plab-"
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 def bridge_name(switch: str) -> str:
@@ -38,4 +102,12 @@ def bridge_name(switch: str) -> str:
 
 
 def container_name(node: str) -> str:
-    return CONTAINER_PREFIX + node
+    return __getattr__("CONTAINER_PREFIX") + node
+
+
+def prometheus_container() -> str:
+    return container_name("prometheus")
+
+
+def grafana_container() -> str:
+    return container_name("grafana")

@@ -12,9 +12,10 @@
 
 Kinds (REMOVERS): process, container, network, compose, link, rule, nft (an nftables table), host (settings to
 restore), engine (a Docker engine of an emulated testbed host, its containers and its directories), netns, run.
-Docker objects also carry the label `protolab.managed=true`, so those of a run whose ledger was lost (the
-state dir is on tmpfs: a reboot) are still found. Scopes split one run's ledger: `session` (monitoring,
-management network, host settings) and one per deployed lab, torn down on its own.
+Docker objects also carry the instance's label (`protolab.managed=true` in the default instance,
+protolab.naming), so those of a run whose ledger was lost (the state dir is on tmpfs: a reboot) are still found.
+Scopes split one run's ledger: `session` (monitoring, management network, host settings) and one per deployed
+lab, torn down on its own.
 """
 
 from __future__ import annotations

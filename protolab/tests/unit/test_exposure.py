@@ -141,6 +141,7 @@ def fake_stack(secrets_dir, tmp_path, monkeypatch):
     seen = []
     monkeypatch.setenv("PROTOLAB_STATE_DIR", str(tmp_path / "state"))
     monkeypatch.setattr(dockerhost, "ensure_mgmt_network", lambda client, **kw: None)
+    monkeypatch.setattr(monitor, "refuse_taken_ports", lambda client, grafana: None)  # this machine's ports aside
     monkeypatch.setattr(monitor.Prometheus, "wait_ready", lambda self, timeout=60: None)
     monkeypatch.setattr(monitor, "grafana_image", lambda: "grafana/grafana-oss:test")
     monkeypatch.setattr(
