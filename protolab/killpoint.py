@@ -8,6 +8,7 @@ count a run's visits with it to choose their points). Sites:
 
 - `ledger`: after each line appended to a run's ledger (protolab.ownership), i.e. between recording an object
   and making it, and between making it and confirming it;
+- `row`: after each measured row is on disk (rows.jsonl);
 - `teardown`: before each step of a run's teardown and finish (protolab.orchestrator.experiment);
 - `clean`: before each step of `protolab clean` (protolab.cleanup);
 - `resume`: at the steps of `--resume` that change the results folder or the machine.
@@ -23,7 +24,7 @@ import threading
 
 KILL_ENV = "PROTOLAB_KILL_AT"
 TRACE_ENV = "PROTOLAB_KILL_TRACE"
-SITES = ("ledger", "teardown", "clean", "resume")
+SITES = ("ledger", "row", "teardown", "clean", "resume")
 
 _lock = threading.Lock()
 _armed: tuple[str, int] | None = None

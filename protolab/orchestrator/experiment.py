@@ -170,6 +170,7 @@ class ExperimentRun:
                             self.view.update(progress_line(progress, what))
                         row = self._measure(point, rep, lab, prom)
                         self.rows_log.append(row)  # on disk whole (or an error) before it counts as measured
+                        killpoint("row")  # test hook (protolab.killpoint): after each measured row
                         self.rows.append(row)
                         progress.finish()
                     group = self._another_round(points, rng)  # points repeated until stable (RepeatUntil)

@@ -3,16 +3,16 @@ as an independent inventory (inventory.py: the kernel, the firewall, the engine 
 it before, and no measured row is lost.
 
 The kill comes from inside, at the n-th visit of a site (protolab.killpoint, PROTOLAB_KILL_AT=<site>:<n>):
-`ledger` (after every ledger append: between recording an object and making it, and after making it), `teardown`
-(before each step of the teardown and finish), `clean` (before each step of `protolab clean`), `resume` (the
-steps of `--resume`). A traced run of the spec (PROTOLAB_KILL_TRACE) counts the visits first; each point then
-draws its visit from a random.Random seeded with PROTOLAB_KILL_SEED (default 1128), so a failing point is
-replayed by its seed and index.
+`ledger` (after every ledger append: between recording an object and making it, and after making it), `row`
+(after each measured row is on disk), `teardown` (before each step of the teardown and finish), `clean` (before
+each step of `protolab clean`), `resume` (the steps of `--resume`). A traced run of the spec (PROTOLAB_KILL_TRACE)
+counts the visits first; each point then draws its visit from a random.Random seeded with PROTOLAB_KILL_SEED
+(default 1128), so a failing point is replayed by its seed and index.
 
-Points are of three shapes, taken in turn: a run killed (at `ledger` or `teardown`); a run killed at a `ledger`
-point, then `clean` killed (at `clean` or at its own `ledger` appends) and cleaned again; a run killed at a
-`ledger` point, then `--resume` killed (at `resume` or `ledger`) and cleaned. The default is 4 points (~2.5 min
-here, with the traced run); PROTOLAB_KILL_POINTS=30 is the long profile.
+Points are of three shapes, taken in turn: a run killed (at `row`, `ledger` or `teardown`); a run killed at a
+`ledger` point, then `clean` killed (at `clean` or at its own `ledger` appends) and cleaned again; a run killed at
+a `ledger` point, then `--resume` killed (at `resume` or `ledger`) and cleaned. The default is 4 points (~2.5 min
+here, with the traced run); PROTOLAB_KILL_POINTS=30 is the long profile (~13 min).
 """
 
 from __future__ import annotations
@@ -85,7 +85,7 @@ def test_a_kill_point_leaves_nothing_and_loses_no_row(index, shape, visits, base
     rng = random.Random(SEED * 1000 + index)
     t0 = time.monotonic()
     if shape == "run":
-        site = "teardown" if index % 4 == 3 else "ledger"
+        site = "teardown" if index % 4 == 3 else ("row", "ledger")[index // 4 % 2]
         kill = f"{site}:{rng.randint(1, visits[site])}"
     else:
         kill = f"ledger:{rng.randint(1, visits['ledger'])}"
@@ -96,6 +96,9 @@ def test_a_kill_point_leaves_nothing_and_loses_no_row(index, shape, visits, base
     assert len(rows) >= printed - 1, (kill, printed, len(rows))
     if kill.startswith("teardown"):
         assert len(rows) == 8, (kill, len(rows))
+    if kill.startswith("row"):  # killed right after its n-th row was appended: all n on disk, the next not begun
+        n = int(kill.split(":")[1])
+        assert (printed, len(rows)) == (n, n), (kill, printed, len(rows))
     what = [kill]
 
     if shape == "clean":

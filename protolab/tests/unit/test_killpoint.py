@@ -52,7 +52,7 @@ def test_a_trace_counts_every_visit(tmp_path):
 
 @pytest.mark.parametrize("value", ["ledger", "ledger:0", "ledger:x", "nowhere:1", ":3", "ledger:-1"])
 def test_a_malformed_value_names_the_variable_and_the_sites(value):
-    with pytest.raises(ValueError, match=r"PROTOLAB_KILL_AT=.*site one of ledger, teardown, clean, resume"):
+    with pytest.raises(ValueError, match=r"PROTOLAB_KILL_AT=.*site one of ledger, row, teardown, clean, resume"):
         killpoint.parse(value)
 
 
