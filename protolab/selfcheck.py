@@ -4,9 +4,12 @@ For every direction the spec impairs, a probe pair of hosts is chosen whose path
 direction's own ends where they are hosts, else a host on the other side of the switch). Then, one after
 the other and with nothing else running:
 
-- delay and loss: `ping`, 1000 requests 2 ms apart (slower on slow links, fewer on long paths); the mean RTT against the
-  configured delays of the forward and reverse path, within max(0.5 ms, 2 %) plus 3 standard errors of the mean
-  (jitter makes the mean itself vary); the configured random loss
+- delay and loss: `ping`, 1000 requests 2 ms apart (slower on slow links, fewer on long paths), bracketed by two
+  series of 200 of the path's own base (every delayed direction on it passing packets through the same mechanism
+  without holding them; a path with no delay on it as it is). The mean RTT less the base's mean is held against
+  the configured delays of the forward and reverse path, within the configured tolerance (max(0.2 ms, 2 %)) plus
+  3 x the comparison's measured noise: the standard errors of both means and the drift of the base between its two
+  series. Base, spread (percentiles, deviation, drift) and bound are recorded; the configured random loss
   (and corruption, which the receiver's checksum turns into loss) of both paths must lie inside the
   99.9 % exact binomial interval of the requests that went unanswered. The RTT's standard deviation is
   reported beside the configured jitter (root-sum-square along the path), not checked: realized jitter
@@ -40,11 +43,12 @@ from .workloads.ping_runner import parse as parse_ping
 from .workloads.ping_runner import summary as ping_summary
 
 RATE_TOLERANCE = 0.03
-DELAY_TOLERANCE, DELAY_FLOOR = 0.02, 0.0005
-MEAN_SE = 3  # standard errors of the mean RTT added to the delay bound
+DELAY_TOLERANCE, DELAY_FLOOR = 0.02, 0.0002  # the configured tolerance: 2 % of the RTT, at least 0.2 ms
+NOISE_K = 3  # the delay bound adds this many times the comparison's measured noise
+BASE_COUNT = 200  # pings in each of the two base series around the main one
 # the base measurement: the same mechanism in the path (rate and queue kept), holding nothing for long
-PASS_THROUGH = {"delay": 1e-6, "jitter": None, "loss": None, "loss_model": None, "duplicate": None, "reorder": None,
-                "corrupt": None, "ber": None}  # fmt: skip
+PASS_THROUGH = {"delay": 1e-6, "jitter": None, "loss": None, "loss_model": None, "duplicate": None,
+                "reorder": None, "corrupt": None, "ber": None}  # fmt: skip
 LOSS_CONFIDENCE = 0.999
 PING_COUNT, PING_INTERVAL, PING_FRAME = 1000, 0.002, 56 + 8 + 20 + 14
 ETHERNET_HEADER, IPV4_HEADER, IPV6_HEADER = 14, 20, 40
@@ -210,36 +214,79 @@ def measure_echo(
     return sent, [e.rtt for e in echoes], ping_summary(out)
 
 
-def rtt_bound(rtt: float, sd: float, n: int, base: tuple[float, int] = (0.0, 0)) -> float:
-    """How far the mean of n RTTs with deviation sd, less the path's base RTT (its own mean of base[1] pings
-    with deviation base[0]), may be from the configured rtt: max(0.5 ms, 2 %), plus 3 standard errors of that
-    difference (a jittered path's mean of 1000 pings moves by ~sd/30 between runs)."""
-    var = (sd**2 / n if n > 1 else 0.0) + (base[0] ** 2 / base[1] if base[1] > 1 else 0.0)
-    return max(DELAY_FLOOR, DELAY_TOLERANCE * rtt) + MEAN_SE * math.sqrt(var)
+def rtt_bound(rtt: float, sd: float, n: int, base: Base | None = None) -> float:
+    """How far the mean of n RTTs with deviation sd, less the path's base, may be from the configured rtt: the
+    configured tolerance max(0.2 ms, 2 %) plus NOISE_K x the noise of that difference, measured: the standard
+    errors of both means and the base's drift between its two series (a jittered path's mean of 1000 pings moves
+    by ~sd/30 between runs; the machine's own base wanders by tens of microseconds between seconds)."""
+    var = sd**2 / n if n > 1 else 0.0
+    if base is not None:
+        var += (base.sd**2 / base.n if base.n > 1 else 0.0) + base.drift**2
+    return max(DELAY_FLOOR, DELAY_TOLERANCE * rtt) + NOISE_K * math.sqrt(var)
 
 
-def measure_base(lab: Any, p: ProbePath, want: Expected) -> tuple[float, float, int] | None:
-    """The path's own RTT (mean, deviation, n) with every delayed direction on it passing packets through the
-    same mechanism without holding them (rate kept; delay 1 us, no jitter, loss or corruption): what `delay`
-    is added to. A userspace emulator's wake-ups, a rate's serialization and the veths' own latency are in it.
-    What the link did before is put back exactly, even when it is not what the spec configured."""
+@dataclass
+class Base:
+    """The path's own RTT, from two series (before and after the main one): their pooled mean and deviation, the
+    percentiles of their RTTs, and the drift (the two means' difference)."""
+
+    mean: float
+    sd: float
+    n: int
+    drift: float
+    percentiles: dict[str, float]
+    through: str  # how it was measured
+
+    @classmethod
+    def of(cls, series: list[tuple[float, float, list[float]]], through: str) -> Base:
+        """From series of (mean, deviation, rtts)."""
+        n = sum(len(r) for _m, _sd, r in series)
+        mean = sum(m * len(r) for m, _sd, r in series) / n
+        var = sum(len(r) * (sd**2 + (m - mean) ** 2) for m, sd, r in series) / n  # pooled, the means' spread in it
+        means = [m for m, _sd, _r in series]
+        rtts = sorted(x for _m, _sd, r in series for x in r)
+        pct = {f"p{q}_seconds": rtts[min(len(rtts) - 1, int(q / 100 * len(rtts)))] for q in (5, 50, 95)}
+        return cls(mean, math.sqrt(var), n, max(means) - min(means), pct, through)
+
+    def record(self) -> dict[str, Any]:
+        return {"mean_seconds": self.mean, "stddev_seconds": self.sd, "n": self.n, "drift_seconds": self.drift,
+                **self.percentiles, "through": self.through}  # fmt: skip
+
+
+def _base_series(lab: Any, p: ProbePath, want: Expected) -> tuple[tuple[float, float, list[float]] | None, str]:
+    """One series of the path's own RTT ((mean, deviation, rtts), or None without an answer) and how it was
+    measured: every delayed direction on the path passing packets through the same mechanism without holding them
+    (rate kept; delay 1 us, no jitter, loss or corruption): what `delay` is added to. A userspace emulator's
+    wake-ups, a rate's serialization and the veths' own latency are in it. A path with no delay on it is measured
+    as it is. What the link did before is put back exactly, even when it is not what the spec configured."""
     fwd = p.path
     dirs = [d for d in fwd + [(y, x) for x, y in reversed(fwd)] if d in lab.current and lab.current[d][0].delay]
     saved = {d: lab.current[d] for d in dirs}
-    if not saved:
-        return None
+    through = ("pass-through of " + ", ".join(f"{a}->{b}" for a, b in saved)) if saved else "the path as it is"
+    quick = Expected(want.rate_bps, 0.0, 0.0, 0.0, False, want.rated)
     try:
         for (a, b), (imp, at) in saved.items():
             lab.links.replace(a, b, imp.model_copy(update=PASS_THROUGH), at)
-        quick = Expected(want.rate_bps, 0.0, 0.0, 0.0, False, want.rated)
-        _sent, rtts, precise = measure_echo(lab, p, quick, count=PING_MIN_COUNT)
+        _sent, rtts, precise = measure_echo(lab, p, quick, count=BASE_COUNT)
     finally:
         for (a, b), (imp, at) in saved.items():
             lab.links.replace(a, b, imp, at)
     if not rtts:
-        return None
+        return None, through
     mean, sd = precise or (statistics.fmean(rtts), statistics.pstdev(rtts))
-    return mean, sd, len(rtts)
+    return (mean, sd, rtts), through
+
+
+def measure_echo_on_base(
+    lab: Any, p: ProbePath, want: Expected
+) -> tuple[int, list[float], tuple[float, float] | None, Base | None]:
+    """measure_echo between two series of the path's base (before and after, so the base's drift over the main
+    series is measured too); the Base is None when neither series had an answer."""
+    first, through = _base_series(lab, p, want)
+    sent, rtts, precise = measure_echo(lab, p, want)
+    second, _ = _base_series(lab, p, want)
+    series = [s for s in (first, second) if s]
+    return sent, rtts, precise, Base.of(series, through) if series else None
 
 
 def check_direction(lab: Any, p: ProbePath, want: Expected) -> dict[str, Any]:
@@ -250,19 +297,23 @@ def check_direction(lab: Any, p: ProbePath, want: Expected) -> dict[str, Any]:
     conf: dict[str, Any] = {"rtt_seconds": want.rtt_seconds, "jitter_seconds": want.jitter_seconds,
                             "loss_ratio": want.loss_ratio}  # fmt: skip
     meas: dict[str, Any] = {}
-    sent, rtts, precise = measure_echo(lab, p, want)
+    conf["rtt_tolerance_seconds"] = max(DELAY_FLOOR, DELAY_TOLERANCE * want.rtt_seconds)
+    sent, rtts, precise, base = measure_echo_on_base(lab, p, want)
     if rtts:
         mean_rtt, sd = precise or (statistics.fmean(rtts), statistics.pstdev(rtts))
         meas |= {"rtt_mean_seconds": mean_rtt, "rtt_stddev_seconds": sd}
-        base = measure_base(lab, p, want) if want.rtt_seconds else None
-        base_mean, base_sd, base_n = base or (0.0, 0.0, 0)
+        base_mean = base.mean if base else 0.0
         if base:
-            meas |= {"rtt_base_seconds": base_mean, "rtt_added_seconds": mean_rtt - base_mean}
-        bound = rtt_bound(want.rtt_seconds, sd, len(rtts), (base_sd, base_n))
+            meas |= {"rtt_base_seconds": base_mean, "rtt_added_seconds": mean_rtt - base_mean,
+                     "rtt_base": base.record()}  # fmt: skip
+        bound = rtt_bound(want.rtt_seconds, sd, len(rtts), base)
+        meas["rtt_bound_seconds"] = bound
         if abs(mean_rtt - base_mean - want.rtt_seconds) > bound:
             on = f" on the path's own {base_mean * 1e3:.3f} ms" if base else ""
+            spread = f", drift {base.drift * 1e3:.3f} ms" if base else ""
             out["failures"].append(f"RTT {mean_rtt * 1e3:.3f} ms{on}, configured {want.rtt_seconds * 1e3:.3f} ms "
-                                   f"(bound ±{bound * 1e3:.3f} ms)")  # fmt: skip
+                                   f"(bound ±{bound * 1e3:.3f} ms: tolerance {conf['rtt_tolerance_seconds'] * 1e3:.3f}"
+                                   f" ms + {NOISE_K} x noise{spread})")  # fmt: skip
     else:
         out["failures"].append(f"no echo replies from {p.dst_ip} in {sent} requests")
     lost = sent - len(rtts)
@@ -311,8 +362,9 @@ def summarize(res: dict[str, Any]) -> str:
     c, m = res.get("configured", {}), res.get("measured", {})
     parts = []
     if m.get("rtt_mean_seconds") is not None:
-        base = f" on a base of {m['rtt_base_seconds'] * 1e3:.2f}" if m.get("rtt_base_seconds") is not None else ""
-        parts.append(f"RTT {m['rtt_mean_seconds'] * 1e3:.2f} ms{base} (conf. {c['rtt_seconds'] * 1e3:.2f})")
+        base = f" on a base of {m['rtt_base_seconds'] * 1e3:.3f}" if m.get("rtt_base_seconds") is not None else ""
+        bound = f", bound ±{m['rtt_bound_seconds'] * 1e3:.3f}" if m.get("rtt_bound_seconds") is not None else ""
+        parts.append(f"RTT {m['rtt_mean_seconds'] * 1e3:.3f} ms{base} (conf. {c['rtt_seconds'] * 1e3:.2f}{bound})")
     if m.get("sent"):
         parts.append(f"loss {m['loss_ratio']:.2%} (conf. {c['loss_ratio']:.2%})")
     if m.get("rate_bps") is not None:

@@ -160,20 +160,6 @@ def test_check_forms_are_validated():
     assert c.bounds() == pytest.approx((0.0005, 0.0015))
 
 
-def test_self_check_rtt_bound_allows_for_the_mean_of_a_jittered_path():
-    from protolab.selfcheck import rtt_bound
-
-    assert rtt_bound(0.010, 0.0, 1000) == pytest.approx(0.0005)  # the floor
-    assert rtt_bound(0.540, 0.0, 200) == pytest.approx(0.0108)  # 2 %
-    # 1 ms of jitter over 1000 pings: the mean's standard error is 0.032 ms, 3 of them added
-    assert rtt_bound(0.010, 0.001, 1000) == pytest.approx(0.0005 + 3 * 0.001 / 1000**0.5)
-    assert rtt_bound(0.010, 0.001, 1) == pytest.approx(0.0005)
-    # the path's base RTT is a mean of its own: the difference's standard error has both
-    assert rtt_bound(0.010, 0.001, 1000, (0.0002, 200)) == pytest.approx(
-        0.0005 + 3 * (0.001**2 / 1000 + 0.0002**2 / 200) ** 0.5
-    )
-
-
 def test_a_bit_error_rate_applies_to_the_echos_ip_length_as_linkem_draws_it():
     t = topo.build("satellite", {"ber": 1e-3})
     p = selfcheck.plan(t, ("r1", "r2"), {("r1", "r2"), ("r2", "r1")})
