@@ -160,11 +160,11 @@ def _local_ends(lab: Any) -> list[tuple[str, Endpoint]]:
 
 def _host_name(lab: Any, pid: int | None) -> str:
     """The host side's name: `host` (the root namespace here), or the emulated testbed host whose keeper is pid."""
-    from .multilab import _ends_of
+    from .multilab import _ends_of, _View
 
     if pid is None:
         return "host"
-    for h, st in getattr(lab, "states", {}).items():
+    for h, st in lab.states.items() if isinstance(lab, _View) else ():
         if any(e.pid == pid for _n, e in _ends_of(st)):
             return str(h)
     return f"ns{pid}"
