@@ -70,10 +70,20 @@ def visits(tmp_path_factory) -> dict[str, int]:
     return counts
 
 
-@pytest.fixture(scope="module")
-def baseline(visits) -> dict[str, set[str]]:
+@pytest.fixture
+def before(visits) -> dict[str, set[str]]:
+    """The machine before the point (each point its own: a leftover is one point's, not every later one's)."""
     assert _clean().returncode == 0
     return inventory.take()
+
+
+def _run_dir(r: Run, results: Path) -> Path | None:
+    """The run's results folder: as it printed it, else as it made it (killed before printing), else None."""
+    m = re.search(r"results -> (\S+)", r.output)
+    if m:
+        return Path(m.group(1))
+    made = sorted(results.glob("machine-faults/*"))
+    return made[-1] if made else None
 
 
 def _points() -> list[tuple[int, str]]:
@@ -81,7 +91,7 @@ def _points() -> list[tuple[int, str]]:
 
 
 @pytest.mark.parametrize(("index", "shape"), _points(), ids=[f"{i}-{s}" for i, s in _points()])
-def test_a_kill_point_leaves_nothing_and_loses_no_row(index, shape, visits, baseline, tmp_path):
+def test_a_kill_point_leaves_nothing_and_loses_no_row(index, shape, visits, before, tmp_path):
     rng = random.Random(SEED * 1000 + index)
     t0 = time.monotonic()
     if shape == "run":
@@ -92,7 +102,8 @@ def test_a_kill_point_leaves_nothing_and_loses_no_row(index, shape, visits, base
     r = Run(tmp_path, env={killpoint.KILL_ENV: kill})
     _killed(r)
     printed = len(STEP_RE.findall(r.output))  # a step's line is printed before it is measured
-    rows = _rows(r.run_dir)
+    run_dir = _run_dir(r, tmp_path)
+    rows = _rows(run_dir) if run_dir else []
     assert len(rows) >= printed - 1, (kill, printed, len(rows))
     if kill.startswith("teardown"):
         assert len(rows) == 8, (kill, len(rows))
@@ -106,26 +117,30 @@ def test_a_kill_point_leaves_nothing_and_loses_no_row(index, shape, visits, base
         c = _clean({killpoint.KILL_ENV: second})
         what.append(f"clean {second} -> {c.returncode}")
         assert c.returncode in (-signal.SIGKILL, 0), c.stdout + c.stderr  # 0: clean ended before that visit
-    elif shape == "resume":
+    elif shape == "resume" and run_dir is not None:
         if rng.random() < 0.5:
             assert _clean().returncode == 0  # the run's summary salvaged first: --resume re-reads its guard
             what.append("cleaned")
-        guarded = _guarded(r.run_dir)
+        guarded = _guarded(run_dir)
         second = f"{rng.choice(['resume', 'ledger'])}:{rng.randint(1, 5)}"
-        again = Run(tmp_path, "--resume", str(r.run_dir), env={killpoint.KILL_ENV: second})
+        again = Run(tmp_path, "--resume", str(run_dir), env={killpoint.KILL_ENV: second})
         code = again.finish(timeout=300)
         what.append(f"resume {second} -> {code}")
-        kept = {(x["point"], x["repetition"]) for x in _rows(r.run_dir)}
+        kept = {(x["point"], x["repetition"]) for x in _rows(run_dir)}
         lost = {(x["point"], x["repetition"]) for x in rows} - kept - guarded
         assert not lost, (what, sorted(lost))
 
     c = _clean()
     assert c.returncode == 0, (what, c.stdout + c.stderr)
-    left = inventory.differences(baseline, inventory.take())
+    left = inventory.differences(before, inventory.take())
     assert left == [], (what, left)
-    on_disk = _rows(r.run_dir)
-    assert len(on_disk) >= len(rows) - len(_guarded(r.run_dir)), (what, len(rows), len(on_disk))
-    tidy = r.run_dir / "tidy.csv"
+    if run_dir is None:  # killed before it made its results folder: nothing measured, nothing to salvage
+        assert printed == 0, (what, r.output[-2000:])
+        print(f"kill point {index} {what}: no results folder yet, nothing left, {time.monotonic() - t0:.1f}s")
+        return
+    on_disk = _rows(run_dir)
+    assert len(on_disk) >= len(rows) - len(_guarded(run_dir)), (what, len(rows), len(on_disk))
+    tidy = run_dir / "tidy.csv"
     assert tidy.exists() and len(tidy.read_text().splitlines()) - 1 == len(on_disk), what
     print(f"kill point {index} {what}: {len(on_disk)} row(s) kept, nothing left, {time.monotonic() - t0:.1f}s")
 
