@@ -58,7 +58,10 @@ class HelperProcess:
         """Start `args` and wait up to `timeout` s for the stdout line `ready`; RuntimeError (process ended) if
         another line or none comes, naming `label` and the process's last output."""
         self.label = label
-        self.proc = subprocess.Popen(args, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
+        # a session of its own: a Ctrl-C typed at the run's terminal goes to the runner, which stops the helper
+        # in its teardown, not to the helper in the middle of a measurement
+        self.proc = subprocess.Popen(args, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env,
+                                     start_new_session=True)  # fmt: skip
         self.tails = {p: collections.deque[str](maxlen=tail_lines) for p in ("stderr", "stdout")}
         first: queue.Queue[str] = queue.Queue()
         pipes = ((self.proc.stdout, "stdout", first), (self.proc.stderr, "stderr", None))
