@@ -202,15 +202,16 @@ def processes_of_run(run_id: str) -> list[int]:
 
 
 def _kill(pid: int, start: int | None) -> bool:
-    """SIGKILL the process and wait up to 3 s for it to go; whether it went."""
-    if not alive(pid, start):
+    """SIGKILL the process and wait up to 3 s for it to go; whether it went. A zombie has gone: it holds nothing
+    but its entry in the process table until its parent reaps it (ours is reaped here; an sshd's by its parent)."""
+    if not _running(pid, start):
         return True
     with contextlib.suppress(ProcessLookupError):
         os.kill(pid, signal.SIGKILL)
     deadline = time.monotonic() + 3
-    while alive(pid, start) and time.monotonic() < deadline:
+    while _running(pid, start) and time.monotonic() < deadline:
         time.sleep(0.02)
-    return not alive(pid, start)
+    return not _running(pid, start)
 
 
 # -- removers: how each kind of object is found and removed --------------------------------------------------

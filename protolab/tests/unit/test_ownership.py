@@ -7,6 +7,7 @@ import os
 import subprocess
 import sys
 import textwrap
+import time
 from pathlib import Path
 
 import pytest
@@ -208,3 +209,21 @@ def test_an_nft_table_is_removed_only_while_it_exists(monkeypatch):
     present.clear()
     assert not ownership._nft(entry, None, True) and len(ran) == 1
     assert ownership.describe(entry) == "nft table bridge protolab_r1_lab"
+
+
+def test_a_zombie_counts_as_gone_not_as_a_process_that_outlived_sigkill():
+    """A killed process whose parent (not us: an sshd's, say) has not reaped it yet holds nothing; `destroy` said
+    'alive 3 s after SIGKILL' for it and failed."""
+    parent = subprocess.Popen(["sh", "-c", "sleep 0 & echo $!; exec sleep 30"], stdout=subprocess.PIPE, text=True)
+    try:
+        child = int(parent.stdout.readline())
+        deadline = time.monotonic() + 5
+        while Path(f"/proc/{child}/stat").read_text().rsplit(")", 1)[1].split()[0] != "Z":
+            assert time.monotonic() < deadline, "the child never became a zombie"
+            time.sleep(0.01)
+        t0 = time.monotonic()
+        assert ownership._kill(child, ownership.start_time(child))
+        assert time.monotonic() - t0 < 1
+    finally:
+        parent.kill()
+        parent.wait()
