@@ -26,6 +26,7 @@ import datetime as dt
 import json
 import os
 import signal
+import socket
 import subprocess
 import sys
 import threading
@@ -398,11 +399,31 @@ def _run(entry: dict[str, Any], _ctx: Context, remove: bool) -> bool:
     if remove:
         for pid in pids:
             _kill(pid, start_time(pid))
-        if not alive(entry["pid"], entry.get("start")) and entry.get("dir"):
-            from .results.salvage import finalize_orphan
+        if not alive(entry["pid"], entry.get("start")):
+            _unlink_dead_sockets(entry["pid"])
+            if entry.get("dir"):
+                from .results.salvage import finalize_orphan
 
-            finalize_orphan(Path(entry["dir"]), entry)
+                finalize_orphan(Path(entry["dir"]), entry)
     return bool(pids)
+
+
+HELPER_SOCKET_DIRS = ("linkem", "nicfilter")  # under the state folder: `<run pid>-<name>.sock` (impair, nicfilter)
+
+
+def _unlink_dead_sockets(pid: int) -> None:
+    """The control sockets of a dead run's helpers: a helper removes its own when stopped, not when SIGKILLed (as
+    the run's processes are above). Only a socket nothing listens on goes (a later process with the same pid may
+    have made one of the same name)."""
+    for sub in HELPER_SOCKET_DIRS:
+        for sock in (state_dir() / sub).glob(f"{pid}-*.sock"):
+            with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as probe_sock:
+                try:
+                    probe_sock.connect(str(sock))
+                except (ConnectionRefusedError, FileNotFoundError):
+                    sock.unlink(missing_ok=True)
+                except OSError:
+                    pass  # not a socket we can tell about: left as it is
 
 
 REMOVERS: dict[str, Callable[[dict[str, Any], Context, bool], bool]] = {

@@ -227,3 +227,26 @@ def test_a_zombie_counts_as_gone_not_as_a_process_that_outlived_sigkill():
     finally:
         parent.kill()
         parent.wait()
+
+
+def test_a_dead_runs_helper_sockets_go_and_a_listening_one_stays(tmp_path, monkeypatch):
+    """clean SIGKILLs a killed run's link emulators and NIC filter, which then cannot remove their control sockets
+    (the kill-point test found them left in the state folder)."""
+    import socket
+
+    monkeypatch.setenv("PROTOLAB_STATE_DIR", str(tmp_path))
+    (tmp_path / "linkem").mkdir()
+    (tmp_path / "nicfilter").mkdir()
+    dead = [tmp_path / "linkem" / "4242-q1.sock", tmp_path / "nicfilter" / "4242-lab.sock"]
+    for path in dead:
+        with socket.socket(socket.AF_UNIX) as s:
+            s.bind(str(path))  # closed without a listener: what a killed helper leaves
+    other = tmp_path / "linkem" / "4243-q1.sock"
+    listening = tmp_path / "linkem" / "4242-q2.sock"  # a later process of the same pid, alive
+    with socket.socket(socket.AF_UNIX) as o, socket.socket(socket.AF_UNIX) as live:
+        o.bind(str(other))
+        live.bind(str(listening))
+        live.listen()
+        ownership._unlink_dead_sockets(4242)
+        assert not any(p.exists() for p in dead)
+        assert other.exists() and listening.exists()
