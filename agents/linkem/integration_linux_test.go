@@ -422,13 +422,18 @@ func TestIntegrationBusyPollDelay(t *testing.T) {
 	added := median(rtts) - median(base)
 	t.Logf("busy polling, 20ms delay: RTT median %v (%v without the delay: added %v); %d of the %d packets read while polling",
 		median(rtts), median(base), added, polled, l.Emulator.Counts().Received)
+	// Too little delay shows in the delayed RTTs alone: a median below
+	// 20 ms. The added figure subtracts a base measured 300 pings earlier,
+	// so its lower end moved with the base's noise, not linkem's (a
+	// rehearsal: base median 1.13 ms while other packages' tests ran,
+	// delayed 20.12 ms, "added" 18.99 ms); it bounds the excess only.
 	if m := median(rtts); m < 20*time.Millisecond {
 		t.Errorf("median RTT %v with a 20ms delay", m)
 	}
 	// The upper bound leaves room for a loaded 2-core machine: a rehearsal
 	// with another process compiling measured 21.02 ms added.
-	if added < 19*time.Millisecond || added > 21500*time.Microsecond {
-		t.Errorf("added median RTT %v, want 20ms -1ms/+1.5ms", added)
+	if added > 21500*time.Microsecond {
+		t.Errorf("added median RTT %v, want at most 20ms +1.5ms", added)
 	}
 	if polled < uint64(len(base)+len(rtts))*9/10 {
 		t.Errorf("only %d packets read while busy polling; the loop did not keep polling", polled)
