@@ -28,7 +28,13 @@ def test_self_check_passes_a_faithful_link_and_catches_one_that_is_not(no_leftov
         (ok,) = selfcheck.run_all(lab, log=lambda _: None)
         assert ok["passed"], ok
         m, c = ok["measured"], ok["configured"]
-        assert c == {"rtt_seconds": 0.02, "jitter_seconds": 0.0, "loss_ratio": pytest.approx(0.02), "rate_bps": 20e6}
+        assert c == {
+            "rtt_seconds": 0.02,
+            "jitter_seconds": 0.0,
+            "loss_ratio": pytest.approx(0.02),
+            "rate_bps": 20e6,
+            "rtt_tolerance_seconds": pytest.approx(0.02 * selfcheck.DELAY_TOLERANCE),
+        }  # 2 % of 20 ms > 0.2 ms
         assert m["sent"] >= 200 and m["loss_interval"][0] <= 0.02 <= m["loss_interval"][1]
         # the delay is added to the path's own RTT, measured through the same mechanism holding nothing
         assert 0 < m["rtt_base_seconds"] < 0.005 and m["rtt_added_seconds"] == pytest.approx(0.02, abs=0.001)
