@@ -26,6 +26,12 @@ from .conftest import run_spec
 pytestmark = pytest.mark.integration
 
 RATE_BPS, DELAY_S = 1.5e6, 0.025
+# How much the latency point's mean moves from one lab to the next, the point run first in a fresh lab each time:
+# sd 0.05 ms over six labs (means 50.81, 50.82, 50.83, 50.81, 50.87, 50.94 ms; 2026-11-28). Without it the bound
+# held only the pings' own spread (3 standard errors, 0.13-0.20 ms), and a rehearsal failed at a difference of
+# 0.205 ms against 0.202; six pairs of runs differed by -0.12 .. +0.21 ms. A queue left by the bulk point holds
+# the pings for seconds (r1 had 730 kB for 1.5 Mbit/s: 3.9 s).
+LAB_SPREAD_S = 0.00005
 RECEIVER = ("use IO::Socket::INET; my $s = IO::Socket::INET->new(Listen => 1, LocalPort => 5201, ReuseAddr => 1)"
             " or die $!; my $c = $s->accept; while (sysread($c, my $b, 65536)) {}")  # fmt: skip
 BULK = {"name": "bulk", "tasks": [
@@ -92,6 +98,8 @@ def test_a_latency_point_after_a_bulk_point_measures_as_it_does_before_it(tmp_pa
               f"ms, sd {r['rtt_rtt_stddev_seconds'] * 1e3:.2f} ms over {r['rtt_sent_total']} pings")  # fmt: skip
     for r in (alone, after):
         assert r["rtt_lost_total"] == 0 and 2 * DELAY_S <= r["rtt_rtt_p50_seconds"] < 2 * DELAY_S + 0.02, r
+    # The two means come from two labs: each has its pings' spread and the lab's own (its deployment's base)
     n = min(alone["rtt_sent_total"], after["rtt_sent_total"])
-    noise = 3 * math.sqrt((alone["rtt_rtt_stddev_seconds"] ** 2 + after["rtt_rtt_stddev_seconds"] ** 2) / n)
-    assert abs(alone["rtt_rtt_mean_seconds"] - after["rtt_rtt_mean_seconds"]) <= max(noise, 1e-4), (alone, after)
+    within = (alone["rtt_rtt_stddev_seconds"] ** 2 + after["rtt_rtt_stddev_seconds"] ** 2) / n
+    noise = 3 * math.sqrt(2 * LAB_SPREAD_S**2 + within)
+    assert abs(alone["rtt_rtt_mean_seconds"] - after["rtt_rtt_mean_seconds"]) <= noise, (alone, after, noise)
