@@ -14,6 +14,8 @@ import pytest
 from protolab import quiesce
 from protolab.quiesce import Left, Place, Probe
 
+from .fakeclock import Clock
+
 FX = Path(__file__).parent / "fixtures" / "quiesce"
 H1_MGMT = "172.23.0.3"
 
@@ -111,17 +113,6 @@ def test_the_bound_is_what_was_found_at_the_slowest_rate_plus_the_delays():
     # 193 kB at 1544 kbit/s is 1.0 s; the triangle's two 135 ms; a second's margin
     assert quiesce.bound_seconds(found, 1.544e6, 0.27) == pytest.approx(193_000 * 8 / 1.544e6 + 0.27 + 1.0)
     assert quiesce.bound_seconds({}, 1e9, 0.0) == quiesce.MIN_BOUND_SECONDS
-
-
-class Clock:
-    def __init__(self) -> None:
-        self.t = 100.0
-
-    def now(self) -> float:
-        return self.t
-
-    def sleep(self, s: float) -> None:
-        self.t += s
 
 
 def _probe(kind: str, clock: Clock, until: float, bound: float = 5.0, nbytes: int = 1000) -> Probe:

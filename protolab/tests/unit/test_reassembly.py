@@ -7,6 +7,8 @@ from pathlib import Path
 
 from protolab import reassembly
 
+from .fakeclock import Clock
+
 SOCKSTAT = """sockets: used 24
 TCP: inuse 1 orphan 0 tw 0 alloc 1 mem 12
 UDP: inuse 0 mem 0
@@ -29,17 +31,6 @@ def test_held_bytes_adds_v4_and_v6_and_tolerates_a_namespace_without_v6(tmp_path
     (tmp_path / "7" / "net" / "sockstat6").write_text(SOCKSTAT6)
     assert reassembly.held_bytes(7, tmp_path) == 4194560 + 1024
     assert reassembly.held_bytes(8, tmp_path) == 0  # the process is gone, and its namespace with it
-
-
-class Clock:
-    def __init__(self) -> None:
-        self.t = 100.0
-
-    def now(self) -> float:
-        return self.t
-
-    def sleep(self, s: float) -> None:
-        self.t += s
 
 
 def _wait(held_until: dict[str, float], bound: float = 35.0) -> tuple[dict[str, int], list[str], float]:
