@@ -22,6 +22,25 @@ EXPERIMENTS_DIR = Path(__file__).resolve().parents[2] / "experiments"
 SEED_TABLES = "seed-tables"  # a table reference's folder, relative to the spec's folder (experiments/)
 
 
+class CheckNoise(Strict):
+    """The measured noise of a check's mean, which widens its bound: per repetition, the standard deviation of
+    the samples behind `column` (`spread`) and how many there were (`samples`), and the same of `baseline`'s
+    when the check has one. The bound's half-width grows by `k` x the standard error of the bounded value (the
+    mean over repetitions, less the baseline's): sqrt(sum(sd^2/n) / R^2) of the column plus the baseline's."""
+
+    spread: str = Field(..., pattern=COLUMN_RE, description="column: each repetition's standard deviation of samples")
+    samples: str = Field(..., pattern=COLUMN_RE, description="column: how many samples that deviation is of")
+    baseline_spread: str | None = Field(None, pattern=COLUMN_RE, description="the same of the baseline column")
+    baseline_samples: str | None = Field(None, pattern=COLUMN_RE)
+    k: float = Field(3.0, gt=0, le=10, description="how many standard errors the bound widens by")
+
+    @model_validator(mode="after")
+    def _pairs(self) -> CheckNoise:
+        if (self.baseline_spread is None) != (self.baseline_samples is None):
+            raise ValueError("baseline_spread and baseline_samples go together")
+        return self
+
+
 class Check(Strict):
     """A bound on a tidy column, per sweep point, on the mean over repetitions; or, with `trials`, a
     binomial check: `column` counts events (lost packets) out of `trials` (packets sent), pooled over the
@@ -55,6 +74,11 @@ class Check(Strict):
     )
     trials: str | None = Field(None, pattern=COLUMN_RE, description="binomial check: the column of trials")
     confidence: float | None = Field(None, gt=0, lt=1, description="binomial check: e.g. 0.99")
+    noise: CheckNoise | None = Field(
+        None,
+        description="widen the bound by the measured noise of the mean (e.g. an RTT's: its deviation and echo "
+        "count), so a check is as tight as the measurement allows and no tighter",
+    )
     reproduction: bool = Field(
         False,
         description="a check of the seed's conclusion rather than of the platform: its failure is a finding, "
@@ -71,6 +95,11 @@ class Check(Strict):
             raise ValueError("a binomial check counts a tidy column: no derived")
         if self.baseline is not None and (self.derived is not None or self.trials is not None):
             raise ValueError("baseline is subtracted from a tidy column's mean: not with derived or trials")
+        if self.noise is not None:
+            if self.derived is not None or self.trials is not None:
+                raise ValueError("noise widens a bound on a tidy column's mean: not with derived or trials")
+            if (self.baseline is None) != (self.noise.baseline_spread is None):
+                raise ValueError("with a baseline, noise needs baseline_spread and baseline_samples (and only then)")
         if self.trials is not None or self.confidence is not None:
             if self.trials is None or self.confidence is None or self.target is None:
                 raise ValueError("a binomial check needs trials, confidence and target")
@@ -85,10 +114,12 @@ class Check(Strict):
             raise ValueError("a check needs target + tolerance_percent, or min and/or max")
         return self
 
-    def bounds(self) -> tuple[float | None, float | None]:
-        lo, hi = self.min, self.max
+    def bounds(self, widen: float = 0.0) -> tuple[float | None, float | None]:
+        """(min, max); `widen` (the measured noise's share, >= 0) moves each bound outwards by that much."""
+        lo = None if self.min is None else self.min - widen
+        hi = None if self.max is None else self.max + widen
         if self.target is not None and self.tolerance_percent is not None:
-            d = max(abs(self.target) * self.tolerance_percent / 100, self.tolerance_absolute or 0.0)
+            d = max(abs(self.target) * self.tolerance_percent / 100, self.tolerance_absolute or 0.0) + widen
             lo = self.target - d if lo is None else max(lo, self.target - d)
             hi = self.target + d if hi is None else min(hi, self.target + d)
         return lo, hi

@@ -45,6 +45,7 @@ def evaluate(points: Sequence[SweepPoint], rows: Iterable[Mapping[str, Any]]) ->
         for c in p.experiment.checks:
             if c.derived is not None or not applies(c, p.values):
                 continue
+            noise_entry: dict[str, Any] = {}
             if c.trials is not None:
                 measured, lo, hi, passed = _binomial(c, prow)
             else:
@@ -52,7 +53,12 @@ def evaluate(points: Sequence[SweepPoint], rows: Iterable[Mapping[str, Any]]) ->
                 if c.baseline is not None and measured is not None:
                     base = mean(r.get(c.baseline) for r in prow)
                     measured = None if base is None else measured - base
-                lo, hi = c.bounds()
+                widen = 0.0
+                if c.noise is not None:
+                    se = standard_error(c, prow)
+                    widen = c.noise.k * se if se is not None else 0.0
+                    noise_entry = {"noise": {"standard_error": se, "k": c.noise.k, "bound_widened_by": widen}}
+                lo, hi = c.bounds(widen)
                 passed = measured is not None and (lo is None or measured >= lo) and (hi is None or measured <= hi)
             out.append(
                 {
@@ -65,6 +71,7 @@ def evaluate(points: Sequence[SweepPoint], rows: Iterable[Mapping[str, Any]]) ->
                     "bound": {"min": lo, "max": hi},
                     "passed": bool(passed),
                     "reproduction": c.reproduction,
+                    **noise_entry,
                     **(
                         {"target": c.target, "confidence": c.confidence, "trials_column": c.trials}
                         if c.trials is not None
@@ -73,6 +80,27 @@ def evaluate(points: Sequence[SweepPoint], rows: Iterable[Mapping[str, Any]]) ->
                 }
             )
     return out + derived_checks(points, rows)
+
+
+def standard_error(c: Check, rows: Sequence[Mapping[str, Any]]) -> float | None:
+    """The standard error of what a check bounds at one point (the mean of `column` over the repetitions, less
+    the baseline's): sqrt(sum(sd_r^2 / n_r)) / R for the column, the same added in quadrature for the baseline.
+    None when a repetition lacks a deviation or a count (fewer than two samples): the bound is then not widened,
+    and the entry says so with a null."""
+    assert c.noise is not None
+    pairs = [(c.noise.spread, c.noise.samples)]
+    if c.noise.baseline_spread is not None and c.noise.baseline_samples is not None:
+        pairs.append((c.noise.baseline_spread, c.noise.baseline_samples))
+    total = 0.0
+    for spread, samples in pairs:
+        reps = [(r.get(spread), r.get(samples)) for r in rows if r.get(c.column) is not None]
+        if not reps:
+            return None
+        for sd, n in reps:
+            if not isinstance(sd, (int, float)) or not isinstance(n, (int, float)) or n < 2 or not math.isfinite(sd):
+                return None
+            total += sd**2 / n / len(reps) ** 2
+    return math.sqrt(total)
 
 
 def sweep_of(points: Sequence[SweepPoint]) -> Sweep:

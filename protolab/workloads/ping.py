@@ -65,6 +65,7 @@ class PingTask(TaskModel):
             f"{n}_rtt_p99_seconds",
             f"{n}_rtt_stddev_seconds",
             f"{n}_sent_total",
+            f"{n}_received_total",
             f"{n}_lost_total",
             f"{n}_loss_ratio",
             f"{n}_outages_total",

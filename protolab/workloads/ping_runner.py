@@ -164,6 +164,7 @@ class PingRunner(WorkloadRunner[PingTask]):
             f"{n}_rtt_p99_seconds": _quantile(rtts, 0.99) if rtts else None,
             f"{n}_rtt_stddev_seconds": sd,
             f"{n}_sent_total": float(self.sent),
+            f"{n}_received_total": float(len(rtts)),  # the samples behind the mean and deviation
             f"{n}_lost_total": float(lost),
             f"{n}_loss_ratio": lost / self.sent if self.sent else None,
             f"{n}_outages_total": float(len(found)),

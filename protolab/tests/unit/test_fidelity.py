@@ -141,6 +141,40 @@ def test_a_check_with_a_baseline_bounds_the_difference_of_the_means():
         Check(name="x", column="a_total", baseline="b_total", trials="c_total", target="1%", confidence=0.9)
 
 
+def test_a_checks_bound_widens_by_the_measured_noise_and_still_catches_half_a_millisecond():
+    noise = {"spread": "p_rtt_stddev_seconds", "samples": "p_received_total",
+             "baseline_spread": "b_rtt_stddev_seconds", "baseline_samples": "b_received_total"}  # fmt: skip
+    c = Check(name="d", column="p_rtt_mean_seconds", baseline="b_rtt_mean_seconds", target="10ms",
+              tolerance_percent=2, tolerance_absolute="0.2ms", noise=noise)  # fmt: skip
+
+    def row(added: float, sd: float, n: int = 300) -> dict:
+        return {"point": "p000", "p_rtt_mean_seconds": 0.0004 + added, "b_rtt_mean_seconds": 0.0004,
+                "p_rtt_stddev_seconds": sd, "p_received_total": n, "b_rtt_stddev_seconds": 0.00005,
+                "b_received_total": n}  # fmt: skip
+
+    # 1 ms of jitter over 300 echoes: a standard error of 58 us, so 3 x it widens 0.2 ms to 0.37 ms
+    (r,) = evaluate([_point(c)], [row(0.01031, 0.001)])
+    se = math.sqrt(0.001**2 / 300 + 0.00005**2 / 300)
+    assert r["passed"] and r["noise"]["standard_error"] == pytest.approx(se)
+    assert r["bound"]["max"] == pytest.approx(0.0102 + 3 * se)
+    (r,) = evaluate([_point(c.model_copy(update={"noise": None}))], [row(0.01031, 0.001)])
+    assert not r["passed"]  # the same mean without its noise: outside the bare tolerance
+    # a real 0.5 ms error on a quiet path is caught; repetitions pool: two of them halve the variance
+    (r,) = evaluate([_point(c)], [row(0.0105, 0.00005)])
+    assert not r["passed"], r
+    (r,) = evaluate([_point(c)], [row(0.0101, 0.001), row(0.0101, 0.001)])
+    assert r["noise"]["standard_error"] == pytest.approx(se / math.sqrt(2))
+    # a repetition without a deviation (a single echo): no noise known, the bound is the tolerance alone, said
+    (r,) = evaluate([_point(c)], [row(0.0101, 0.001, n=1)])
+    assert r["noise"]["standard_error"] is None and r["bound"]["max"] == pytest.approx(0.0102) and r["passed"]
+    with pytest.raises(ValueError, match="baseline_spread"):
+        Check(name="x", column="a_seconds", baseline="b_seconds", target="1ms", tolerance_percent=2,
+              noise={"spread": "s_seconds", "samples": "n_total"})  # fmt: skip
+    with pytest.raises(ValueError, match="not with derived or trials"):
+        Check(name="x", column="a_total", trials="b_total", target="1%", confidence=0.9,
+              noise={"spread": "s_seconds", "samples": "n_total"})  # fmt: skip
+
+
 def test_binomial_check_with_nothing_sent_fails():
     c = Check(name="loss", column="u_lost_total", trials="u_sent_total", target="1%", confidence=0.99)
     (r,) = evaluate([_point(c)], [{"point": "p000", "u_lost_total": None, "u_sent_total": None}])
