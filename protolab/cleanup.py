@@ -46,10 +46,10 @@ def leftovers() -> list[str]:
         found += [f"process {p} (run {ledger.run_id})" for p in ownership.processes_of_run(ledger.run_id)]
     found += _labelled(ctx, remove=False)
     from . import multilab
-    from .hostmon import REMOTE_ROOT
+    from .hostmon import remote_root
 
     # the last two: this machine as a testbed host reached over SSH (its keepers' and its Prometheus's state)
-    for root in (multilab.STATE_ROOT, multilab.REMOTE_STATE_ROOT, REMOTE_ROOT):
+    for root in (multilab.state_root(), multilab.remote_state_root(), remote_root()):
         if root.is_dir():
             found += [f"lab part state {d}" for d in sorted(root.iterdir())]
     return sorted(set(found))
@@ -95,11 +95,11 @@ def _clean(verbose: bool, forced: bool) -> list[str]:
         # keepers of a lab over several hosts, first: a remote one is reached over its host's SSH session while an
         # emulated host (in a ledger below) still answers
         done += multilab.clean_parts(failures)
-        from .hostmon import REMOTE_ROOT
+        from .hostmon import remote_root
 
-        if REMOTE_ROOT.is_dir():  # this machine as a host reached over SSH: its Prometheus's targets
-            shutil.rmtree(REMOTE_ROOT, ignore_errors=True)
-            done.append(f"removed {REMOTE_ROOT}")
+        if remote_root().is_dir():  # this machine as a host reached over SSH: its Prometheus's targets
+            shutil.rmtree(remote_root(), ignore_errors=True)
+            done.append(f"removed {remote_root()}")
     for ledger in ledgers:
         killpoint("clean")
         done += _sweep(ledger, ctx, failures)

@@ -36,6 +36,13 @@ from .results.store import write_json
 IMAGE = "protolab/monitor:latest"
 HOSTS_DIR = "hosts"  # <state dir>/hosts/<host>/: an emulated host's Prometheus's targets, mounted into it
 REMOTE_ROOT = Path("/run/protolab-hostmon")  # on a host reached over SSH: <root>/<host>/, the same
+
+
+def remote_root() -> Path:
+    """This instance's REMOTE_ROOT (naming.scoped_path)."""
+    return naming.scoped_path(REMOTE_ROOT)
+
+
 FEDERATE_FILE = "hosts.json"  # in <run's targets>/federate/
 FEDERATED_JOB = "protolab-agent"
 # least privilege (issue "Trust"): the image's user `prometheus` needs no capability (its port is above 1024, its
@@ -106,7 +113,7 @@ def start(host: placement.TestbedHost, run_id: str, ledger: ownership.Ledger, st
     name = f"plab-prometheus-{host.name}"
     engine = hostlink.engine(host)  # a remote host's through its SSH session
     if host.netns is None:  # its targets folder on the host
-        d = REMOTE_ROOT / host.name
+        d = remote_root() / host.name
         subprocess.run(hostlink.command(host, ["mkdir", "-p", str(d)]), check=True, capture_output=True, timeout=60)
     else:
         d = state_dir / HOSTS_DIR / host.name
@@ -226,7 +233,7 @@ def sweep_remote(failures: list[str]) -> list[str]:
             except Exception as exc:  # noqa: BLE001 (not reached: left there, and said so)
                 failures.append(f"{where}: not reached, left on the host: {str(exc)[-200:]}")
                 continue
-            d = REMOTE_ROOT / host.name
+            d = remote_root() / host.name
             try:
                 rm = subprocess.run(hostlink.command(host, ["rm", "-rf", "--", str(d)]), capture_output=True,
                                     text=True, timeout=60)  # fmt: skip

@@ -55,6 +55,16 @@ SYSFS = ('set -e; cg=$(mktemp -d); mount --rbind /sys/fs/cgroup "$cg"; mount -t 
 REMOTE_STATE_ROOT = Path("/run/protolab-keepers")  # on a host reached over SSH: each keeper's state directory
 
 
+def state_root() -> Path:
+    """This instance's folder of keepers' state here (naming.scoped_path of STATE_ROOT)."""
+    return naming.scoped_path(STATE_ROOT)
+
+
+def remote_state_root() -> Path:
+    """This instance's folder of keepers' state on a host reached over SSH."""
+    return naming.scoped_path(REMOTE_STATE_ROOT)
+
+
 @dataclass
 class Part:
     """A host's part of the lab and its keeper. An emulated host's keeper runs here in the host's namespace, its
@@ -79,7 +89,7 @@ class Part:
 
     @property
     def remote_dir(self) -> Path:
-        return REMOTE_STATE_ROOT / self.host.name
+        return remote_state_root() / self.host.name
 
     def request(self, op: str, **args: Any) -> dict[str, Any]:
         """One request to the part's keeper, its answer (LabError with the keeper's words when it refuses)."""
@@ -103,8 +113,8 @@ class Part:
     def _on_host(self, *args: str) -> Any:
         from . import hostlink
 
-        cmd = ["env", f"PROTOLAB_STATE_DIR={self.remote_dir}", self.host.python or sys.executable, "-m",
-               "protolab.labctl", *args]  # fmt: skip
+        cmd = ["env", f"PROTOLAB_STATE_DIR={self.remote_dir}", naming.instance_env(),
+               self.host.python or sys.executable, "-m", "protolab.labctl", *args]  # fmt: skip
         p = subprocess.run(hostlink.command(self.host, cmd), capture_output=True, text=True,
                            timeout=labctl.REQUEST_TIMEOUT + 30)  # fmt: skip
         try:
@@ -183,7 +193,7 @@ class MultiLab:
             if not failures:
                 shutil.rmtree(part.state_dir, ignore_errors=True)  # its lock, ledger and log: nothing left held
         with contextlib.suppress(OSError):
-            STATE_ROOT.rmdir()
+            state_root().rmdir()
         return failures
 
 
@@ -535,7 +545,8 @@ def _keeper_cmd(part: Part, req: labctl.Request) -> list[str]:
     keeper = ["unshare", "--mount", "--propagation", "private", "--", "sh", "-c", SYSFS, "sh",
               part.host.python or sys.executable, "-m", "protolab.labctl", json.dumps(req.__dict__)]  # fmt: skip
     if part.remote:
-        keeper = ["env", f"PROTOLAB_STATE_DIR={part.remote_dir}", f"DOCKER_HOST={part.host.engine}", *keeper]
+        keeper = ["env", f"PROTOLAB_STATE_DIR={part.remote_dir}", f"DOCKER_HOST={part.host.engine}",
+                  naming.instance_env(), *keeper]  # fmt: skip
     return hostlink.command(part.host, keeper)
 
 
@@ -546,7 +557,7 @@ def deploy(topology: Topology, inventory: placement.Inventory, out: Any = sys.st
     parts = placement.split(topology, p, inventory)
     lab = MultiLab(p)
     for name, t in parts.items():
-        part = Part(inventory.get(name), t, STATE_ROOT / name)
+        part = Part(inventory.get(name), t, state_root() / name)
         part.state_dir.mkdir(parents=True, exist_ok=True)
         req = labctl.Request(source=f"{topology.kind}@{name}", part=t.to_json())
         env = os.environ | {"PROTOLAB_STATE_DIR": str(part.state_dir), "DOCKER_HOST": part.host.engine}
@@ -587,17 +598,17 @@ def clean_parts(failures: list[str] | None = None) -> list[str]:
 
     failures = [] if failures is None else failures
     done: list[str] = []
-    if not STATE_ROOT.is_dir():  # no keeper left here; a run's remote Prometheus may be
+    if not state_root().is_dir():  # no keeper left here; a run's remote Prometheus may be
         return hostmon.sweep_remote(failures) + hostlink.close_all()
     with contextlib.suppress(OSError, ValueError, KeyError):  # a supervisor of a lab over several hosts
         st = json.loads(supervisor_state().read_text())
         if ownership.alive(st["pid"], st.get("start")):
             os.kill(st["pid"], signal.SIGKILL)
             done.append(f"killed the supervisor {st['pid']} of the lab over several hosts")
-    for f in (supervisor_state(), supervisor_log(), STATE_ROOT / "emulated-inventory.yml"):
+    for f in (supervisor_state(), supervisor_log(), state_root() / "emulated-inventory.yml"):
         with contextlib.suppress(FileNotFoundError):
             f.unlink()
-    for d in sorted(p for p in STATE_ROOT.iterdir() if p.is_dir()):
+    for d in sorted(p for p in state_root().iterdir() if p.is_dir()):
         host: placement.TestbedHost | None = None
         try:  # a remote host's keeper: its own state on the host
             host = placement.TestbedHost.model_validate_json((d / "part.json").read_text())
@@ -616,7 +627,7 @@ def clean_parts(failures: list[str] | None = None) -> list[str]:
     done += hostmon.sweep_remote(failures)  # over the sessions still open (or opened again)
     done += hostlink.close_all()  # kept-open SSH sessions to testbed hosts, last (the remote cleanups used them)
     with contextlib.suppress(OSError):
-        STATE_ROOT.rmdir()
+        state_root().rmdir()
     return done
 
 
@@ -648,8 +659,9 @@ CLEAN_REMOTE_SCRIPT = (
 
 def _clean_remote(host: placement.TestbedHost) -> list[str]:
     """clean_part_dir of the keeper's directory on a remote host, run there over its SSH session."""
-    remote = REMOTE_STATE_ROOT / host.name
-    cmd = ["sh", "-c", CLEAN_REMOTE_SCRIPT, "sh", str(remote), host.python or sys.executable, str(REMOTE_STATE_ROOT)]
+    remote, root = remote_state_root() / host.name, remote_state_root()
+    cmd = ["env", naming.instance_env(), "sh", "-c", CLEAN_REMOTE_SCRIPT, "sh", str(remote),
+           host.python or sys.executable, str(root)]  # fmt: skip
     try:
         p = subprocess.run(host_cmd(host, cmd), capture_output=True, text=True, timeout=120)
     except subprocess.TimeoutExpired:
@@ -666,11 +678,11 @@ def _clean_remote(host: placement.TestbedHost) -> list[str]:
 
 
 def supervisor_state() -> Path:
-    return STATE_ROOT / "multilab.json"
+    return state_root() / "multilab.json"
 
 
 def supervisor_log() -> Path:
-    return STATE_ROOT / "multilab.log"
+    return state_root() / "multilab.log"
 
 
 def load_supervised() -> dict[str, Any] | None:
@@ -717,7 +729,7 @@ def supervise(request: dict[str, Any]) -> int:
             hosts = emuhost.start(emulated, ledger, ssh=bool(request.get("ssh")))
             for ref in sorted(set(p.images.values())):
                 emuhost.load_image(hosts, ref)
-            inventory_path = emuhost.write_inventory(hosts, STATE_ROOT / "emulated-inventory.yml",
+            inventory_path = emuhost.write_inventory(hosts, state_root() / "emulated-inventory.yml",
                                                      cpus=float(request.get("cpus") or 1.0))  # fmt: skip
         inv = placement.load_inventory(inventory_path or placement.DEFAULT_INVENTORY)
         t0 = time.monotonic()
@@ -780,7 +792,7 @@ def start_supervised(request: dict[str, Any], out: Any = sys.stderr) -> dict[str
                                                  request.get("node_filter") or [])))  # fmt: skip
     if request.get("inventory"):
         placement.load_inventory(request["inventory"])  # a broken inventory fails here, before anything starts
-    STATE_ROOT.mkdir(parents=True, exist_ok=True)
+    state_root().mkdir(parents=True, exist_ok=True)
     proc = labctl.spawn_logged([sys.executable, "-m", "protolab.multilab", json.dumps(request)], supervisor_log())
 
     def echo(_: str, line: str) -> None:
@@ -822,11 +834,11 @@ def stop_supervised(timeout: float = 300) -> list[str]:
     text = supervisor_log().read_text(errors="replace") if supervisor_log().exists() else ""
     left = [ln.removeprefix("left: ") for ln in text.splitlines() if ln.startswith("left: ")]
     if not left:  # nothing to look into: the log and the emulated hosts' inventory go too
-        for f in (supervisor_log(), STATE_ROOT / "emulated-inventory.yml"):
+        for f in (supervisor_log(), state_root() / "emulated-inventory.yml"):
             with contextlib.suppress(FileNotFoundError):
                 f.unlink()
         with contextlib.suppress(OSError):
-            STATE_ROOT.rmdir()
+            state_root().rmdir()
     return left
 
 

@@ -15,11 +15,16 @@ of one never touches the other's lab (its label sweep filters on the instance's 
 | Prometheus container        | plab-prometheus       | plab-3fa9c2-prometheus          |
 | Grafana container           | plab-grafana          | plab-3fa9c2-grafana             |
 | their ports on 127.0.0.1    | 9090, 3000            | the instance's own (protolab.monitor.ports) |
+| multi-host keepers' state   | /run/protolab-hosts   | /run/protolab-hosts-3fa9c2      |
+| state on a host over SSH    | /run/protolab-keepers | /run/protolab-keepers-3fa9c2    |
+|                             | /run/protolab-hostmon | /run/protolab-hostmon-3fa9c2    |
+| keepers on a host over SSH  | PROTOLAB_INSTANCE=    | PROTOLAB_INSTANCE=3fa9c2        |
 
 Machine-wide, whatever the instance (the kernel's names leave no room for an id: IFNAMSIZ is 15):
 - root-namespace links (bridges, their veth ends, IFBs) start with `plab-`: two instances side by side need
   topologies with different switch names, else the second deploy is refused naming the link;
 - iptables/ip6tables rules carry the comment `protolab` (the bridged-forwarding accept) or `protolab-impair`;
+- emulated testbed hosts (their namespaces `plab-emu-*`, /run/protolab-emu): one multi-host emulation at a time;
 - processes (node shells, link emulators) carry PROTOLAB_NODE=<node> and PROTOLAB_RUN=<run id> (run ids are
   unique, and `clean` matches processes by its own ledgers' run ids).
 `protolab clean` removes what the instance's ledgers list (protolab.ownership), not what merely looks like these
@@ -31,6 +36,7 @@ from __future__ import annotations
 import hashlib
 import os
 import re
+from pathlib import Path
 
 INSTANCE_ENV = "PROTOLAB_INSTANCE"
 RUN_LABEL = "protolab.run"
@@ -72,6 +78,18 @@ def adopt_instance() -> str:
     if INSTANCE_ENV not in os.environ:
         os.environ[INSTANCE_ENV] = instance_of(os.environ.get("PROTOLAB_STATE_DIR", STATE_DIR))
     return instance()
+
+
+def scoped_path(default: Path) -> Path:
+    """A machine-wide folder of the default instance, for this instance: /run/protolab-hosts-3fa9c2 for 3fa9c2."""
+    i = instance()
+    return Path(f"{default}-{i}") if i else default
+
+
+def instance_env() -> str:
+    """PROTOLAB_INSTANCE=<id> for `env` on a host reached over SSH, whose processes must name what they make as
+    this instance does (an empty id: the default instance)."""
+    return f"{INSTANCE_ENV}={instance()}"
 
 
 def _scoped(default: str, sep: str) -> str:

@@ -135,6 +135,29 @@ def test_a_remote_keeper_and_its_client_are_argv_the_remote_shell_splits_back(tm
     assert words[words.index("-c") + 1] == multilab.SYSFS  # the one script; the rest are its arguments
 
 
+def test_a_second_instance_scopes_its_keepers_state_and_tells_a_remote_keeper_its_id(monkeypatch, tmp_path):
+    """Two instances side by side over SSH: each keeper there names containers as its own instance does, and the
+    state folders on either end are the instance's own, so `clean` of one never reaches the other's."""
+    far = placement.TestbedHost(name="far", address="192.0.2.11", underlay="192.0.2.11")
+    req = multilab.labctl.Request(source="t@far", part={})
+    monkeypatch.delenv("PROTOLAB_INSTANCE", raising=False)
+    part = multilab.Part(far, multilab.Topology("t"), tmp_path)
+    assert "PROTOLAB_INSTANCE=" in shlex.split(multilab._keeper_cmd(part, req)[-1])  # the default: "" said
+    assert multilab.state_root() == multilab.STATE_ROOT and hostmon.remote_root() == hostmon.REMOTE_ROOT
+    monkeypatch.setenv("PROTOLAB_INSTANCE", "3fa9c2")
+    assert str(multilab.state_root()) == "/run/protolab-hosts-3fa9c2"
+    assert str(part.remote_dir) == "/run/protolab-keepers-3fa9c2/far"
+    assert str(hostmon.remote_root()) == "/run/protolab-hostmon-3fa9c2"
+    words = shlex.split(multilab._keeper_cmd(part, req)[-1])
+    assert "PROTOLAB_INSTANCE=3fa9c2" in words and "PROTOLAB_STATE_DIR=/run/protolab-keepers-3fa9c2/far" in words
+    calls = []
+    done = SimpleNamespace(returncode=0, stdout="", stderr="")
+    monkeypatch.setattr(subprocess, "run", lambda argv, **kw: calls.append(argv) or done)
+    multilab._clean_remote(far)
+    words = shlex.split(calls[0][-1])
+    assert words[:2] == ["env", "PROTOLAB_INSTANCE=3fa9c2"] and words[-1] == "/run/protolab-keepers-3fa9c2"
+
+
 def test_ssh_control_commands_end_options_before_the_destination(monkeypatch, tmp_path):
     monkeypatch.setattr(hostlink, "CONTROL_DIR", tmp_path)
     far = placement.TestbedHost(name="far", address="192.0.2.11", underlay="192.0.2.11")
