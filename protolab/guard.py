@@ -165,8 +165,11 @@ def helpers_down(lab: Any, prom: Any, since: float, phases: list[Any]) -> list[s
     """Why the measurement that began at `since` (time.monotonic()) and ends now cannot be trusted because a helper
     was out during it, one reason each naming the helper and its node: link emulators and NIC filters
     (helperproc.WATCH), the nodes' metrics agents (Prometheus's scrapes; nodes a node fault of `phases` acts on are
-    left out: a pause freezes their agent on purpose), the keepers serving the lab from this machine."""
+    left out: a pause freezes their agent on purpose), the keepers serving the lab from this machine, and (a lab
+    over hosts) the helpers each keeper runs, by its own watch."""
     reasons = WATCH.reasons(since)
+    if keepers := getattr(lab, "keepers_helpers_down", None):  # a lab over hosts: each keeper watches its own
+        reasons += keepers(since)
     faulted = {f.node for ph in phases for f in ph.faults if f.node}
     now = time.time()
     reasons += agents_silent(prom, sorted(set(lab.nodes) - faulted), now - (time.monotonic() - since), now)

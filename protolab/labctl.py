@@ -323,16 +323,30 @@ class Keeper:
             if op == "check":
                 return self._check(int(req.get("family", 4)))
             if op == "read":  # what a run reads of the lab here, for a machine that cannot read this host itself
-                what = {"counters": self.lab.interface_counters, "offloads": self.lab.offloads, "guard": self._guard}
+                what = {"counters": self.lab.interface_counters, "offloads": self.lab.offloads, "guard": self._guard,
+                        "held": self._held}  # fmt: skip
                 if req.get("what") not in what:
                     raise LabError(f"read: {req.get('what')!r} is not one of {', '.join(what)}")
                 return {"ok": True, "value": what[req["what"]]()}
+            if op == "helpers":  # this keeper's watch of its link emulators and NIC filters, `ago` seconds back
+                from .helperproc import WATCH
+
+                ago = float(req.get("ago", 0.0))
+                if not 0 <= ago <= 7 * 86400:
+                    raise LabError(f"helpers: ago={ago!r} is not a number of seconds within a week")
+                return {"ok": True, "reasons": WATCH.reasons(time.monotonic() - ago)}
             if op == "destroy":
                 self.done = True
                 return {"ok": True, "failures": self.teardown()}
             return {"ok": False, "error": f"unknown request {op!r}"}
         except (ProtolabError, ValueError, KeyError) as exc:
             return {"ok": False, "error": str(exc).strip("'\"")}
+
+    def _held(self) -> dict[str, list[Any]]:
+        """The packets this keeper's link emulators hold (protolab.quiesce), as {name: [bytes, what]}."""
+        from . import quiesce
+
+        return {k: [v.bytes, v.what] for k, v in quiesce.read_linkems(quiesce.linkem_sockets(self.lab)).items()}
 
     def _guard(self) -> dict[str, Any]:
         """This host's self-saturation snapshot (protolab.guard): its CPU, softnet and unconfigured queues' drops,

@@ -387,6 +387,37 @@ class _View:
         local = {f"{node}:{end.intf}": read_offloads(end) for node, end in self._ends(local=True)}
         return local | self._read_remote("offloads")
 
+    def keepers_helpers_down(self, since: float) -> list[str]:
+        """Each keeper's watch of the helpers it runs (its link emulators and NIC filters: helperproc.WATCH in the
+        keeper's process, here or on its host) since `since` (this process's time.monotonic()), one line each
+        naming the host; a keeper that does not answer is a line too (its helpers cannot be shown up)."""
+        ago = max(0.0, time.monotonic() - since)
+        out = []
+        for h, part in sorted(self.lab.parts.items()):
+            try:
+                reasons = part.request("helpers", ago=ago)["reasons"]
+            except (ProtolabError, OSError, subprocess.SubprocessError, ValueError) as exc:
+                out.append(f"the helpers on host {h} could not be watched: its keeper did not answer ({exc})")
+                continue
+            out += [f"{r} (on host {h})" for r in reasons]
+        return out
+
+    def remote_held(self) -> dict[str, tuple[int, str]]:
+        """What the link emulators of the parts on hosts reached over SSH hold, asked of their keepers (a part
+        here is read on its sockets: protolab.quiesce): {"<host> <emulator>": (bytes, what)}; a keeper that does
+        not answer is an entry too, with 0 bytes and why."""
+        out: dict[str, tuple[int, str]] = {}
+        for h, part in sorted(self.lab.parts.items()):
+            if not part.remote:
+                continue
+            try:
+                held = part.request("read", what="held")["value"]
+            except (ProtolabError, OSError, subprocess.SubprocessError, ValueError) as exc:
+                out[f"{h} link emulators"] = (0, f"not readable: its keeper did not answer ({exc})")
+                continue
+            out |= {f"{h} {name}": (int(n), str(what)) for name, (n, what) in held.items()}
+        return out
+
     def _read_remote(self, what: str) -> dict[str, Any]:
         out: dict[str, Any] = {}
         for part in self.lab.parts.values():

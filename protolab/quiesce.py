@@ -319,9 +319,19 @@ def probes(lab: Any) -> list[Probe]:
     slowest, delays = link_figures(lab)
     pids = {name: n.pid for name, n in lab.nodes.items() if n.pid}
     return [
-        Probe("traffic", lambda: read_lab(where, emulators), lambda first: bound_seconds(first, slowest, delays)),
+        Probe(
+            "traffic",
+            lambda: read_lab(where, emulators) | _remote_held(lab),
+            lambda first: bound_seconds(first, slowest, delays),
+        ),
         Probe("fragments", lambda: _fragments(pids), lambda _first: reassembly.BOUND_SECONDS),
     ]
+
+
+def _remote_held(lab: Any) -> Leftovers:
+    """What the link emulators on hosts reached over SSH hold (a lab over hosts: its keepers asked)."""
+    held = getattr(lab, "remote_held", None)
+    return {f"linkem {k}": Left(n, what) for k, (n, what) in held().items()} if held else {}
 
 
 def _fragments(pids: dict[str, int]) -> Leftovers:

@@ -8,8 +8,10 @@ from __future__ import annotations
 
 import os
 import re
+import time
 from pathlib import Path
 
+import psutil
 import pytest
 
 from protolab import cleanup, dashboards, emuhost, images, labctl, monitor, multilab, ownership, placement, topofile
@@ -74,6 +76,22 @@ def test_the_triangle_over_two_emulated_hosts(tmp_path: Path, no_leftovers):
         for part in lab.parts.values():
             with part.env():
                 assert labctl.load_state()["cut"] == []
+        # each keeper watches the helpers it runs: one of host_b's link emulators SIGKILLed is named, with its host
+        since = time.monotonic()
+        assert view.keepers_helpers_down(since) == []
+        found = psutil.Process(lab.parts["host_b"].proc.pid).children(recursive=True)
+        linkems = [p for p in found if p.name() == "protolab-linkem"]
+        if not linkems:
+            print("no link emulator on host_b (the netem backend shapes there): the keepers' watch not exercised")
+        else:
+            linkems[0].kill()
+            deadline = time.monotonic() + 5
+            while not (reasons := view.keepers_helpers_down(since)):
+                assert time.monotonic() < deadline, "host_b's keeper did not see its link emulator end"
+                time.sleep(0.2)
+            print(f"after SIGKILL: {reasons}")
+            assert any(re.fullmatch(r"protolab-linkem for \S+ \(pid \d+, .*\) ended \(killed by signal 9\) "
+                                    r"since .* \(on host host_b\)", r) for r in reasons), reasons  # fmt: skip
     finally:
         failures = lab.destroy() if lab is not None else []
         failures += ledger.sweep()

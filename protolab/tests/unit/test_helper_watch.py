@@ -149,3 +149,33 @@ def test_prometheus_not_answering_is_said():
     assert guard.agents_silent(Down(), ["h1"], 0, 10) == [
         "the nodes' metrics agents could not be watched: Prometheus did not answer (connection refused)"
     ]
+
+
+def test_a_lab_over_hosts_asks_each_keeper_for_its_own_watch_and_says_one_that_does_not_answer(tmp_path, fast):
+    """A keeper's link emulators are its own process's helpers: the run asks each keeper (`helpers`, `ago`
+    seconds back, its own clock), and a keeper that does not answer is a reason too."""
+    from protolab import labctl, multilab
+    from protolab.errors import LabError
+
+    keeper = labctl.Keeper(labctl.Request(source="t"))
+    h = Fake(tmp_path, "r2")
+    since = time.monotonic()
+    os.kill(h.proc.pid, signal.SIGKILL)
+    _wait_for(lambda: fast.reasons(since))
+    answer = keeper.handle({"op": "helpers", "ago": time.monotonic() - since + 0.5})
+    assert answer["ok"] and any("fake r2" in r and "ended" in r for r in answer["reasons"]), answer
+    assert keeper.handle({"op": "helpers", "ago": float("nan")})["ok"] is False
+
+    def refuse(op, **args):
+        raise LabError("helpers: the lab keeper does not answer")
+
+    parts = {"host_a": SimpleNamespace(request=lambda op, **args: keeper.handle({"op": op, **args})),
+             "host_b": SimpleNamespace(request=refuse)}  # fmt: skip
+    view = multilab._View.__new__(multilab._View)
+    view.lab = SimpleNamespace(parts=parts)
+    reasons = view.keepers_helpers_down(since)
+    assert any("fake r2" in r and r.endswith("(on host host_a)") for r in reasons), reasons
+    assert reasons[-1].startswith("the helpers on host host_b could not be watched: its keeper did not answer")
+    lab = SimpleNamespace(nodes={}, service_pids=lambda: [], keepers_helpers_down=view.keepers_helpers_down)
+    assert [r for r in guard.helpers_down(lab, None, since, []) if "(on host host_a)" in r]
+    h._end()
