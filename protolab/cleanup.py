@@ -45,6 +45,7 @@ def leftovers() -> list[str]:
         found += [f"{item} (run {ledger.run_id})" for item in ledger.left(ctx)]
         found += [f"process {p} (run {ledger.run_id})" for p in ownership.processes_of_run(ledger.run_id)]
     found += _labelled(ctx, remove=False)
+    found += [f"stale helper socket {p}" for p in ownership.stale_helper_sockets()]
     from . import multilab
     from .hostmon import remote_root
 
@@ -103,6 +104,7 @@ def _clean(verbose: bool, forced: bool) -> list[str]:
     for ledger in ledgers:
         killpoint("clean")
         done += _sweep(ledger, ctx, failures)
+    done += [f"removed stale helper socket {p}" for p in ownership.stale_helper_sockets(remove=True)]
     killpoint("clean")
     if docker_error is None:
         for item in _labelled(ctx, remove=True):

@@ -415,15 +415,26 @@ def _unlink_dead_sockets(pid: int) -> None:
     """The control sockets of a dead run's helpers: a helper removes its own when stopped, not when SIGKILLed (as
     the run's processes are above). Only a socket nothing listens on goes (a later process with the same pid may
     have made one of the same name)."""
+    stale_helper_sockets(f"{pid}-*.sock", remove=True)
+
+
+def stale_helper_sockets(pattern: str = "*.sock", remove: bool = False) -> list[Path]:
+    """Helper control sockets in this instance's state folder that nothing listens on (their helper was killed
+    with the process that started it, run or not, so nothing removed them); with `remove`, unlinked. A socket
+    that answers, or that cannot be told about, is left as it is."""
+    out = []
     for sub in HELPER_SOCKET_DIRS:
-        for sock in (state_dir() / sub).glob(f"{pid}-*.sock"):
+        for sock in sorted((state_dir() / sub).glob(pattern)):
             with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as probe_sock:
                 try:
                     probe_sock.connect(str(sock))
-                except (ConnectionRefusedError, FileNotFoundError):
-                    sock.unlink(missing_ok=True)
+                except ConnectionRefusedError:
+                    out.append(sock)
+                    if remove:
+                        sock.unlink(missing_ok=True)
                 except OSError:
-                    pass  # not a socket we can tell about: left as it is
+                    pass  # gone meanwhile, or not a socket we can tell about: left as it is
+    return out
 
 
 REMOVERS: dict[str, Callable[[dict[str, Any], Context, bool], bool]] = {

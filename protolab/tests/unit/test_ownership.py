@@ -250,3 +250,7 @@ def test_a_dead_runs_helper_sockets_go_and_a_listening_one_stays(tmp_path, monke
         ownership._unlink_dead_sockets(4242)
         assert not any(p.exists() for p in dead)
         assert other.exists() and listening.exists()
+        # any helper's socket nothing listens on, run or not (a lab of a killed test process): listed, then removed
+        assert ownership.stale_helper_sockets() == [other]
+        assert ownership.stale_helper_sockets(remove=True) == [other] and not other.exists()
+        assert listening.exists() and ownership.stale_helper_sockets() == []
