@@ -197,6 +197,32 @@ def linkem_control_dir() -> Path:
     return d
 
 
+def parse_held_packets(metrics: str) -> int:
+    """protolab-linkem's `protolab_linkem_held_packets` (summed over its links) from its /metrics text."""
+    total = 0.0
+    for line in metrics.splitlines():
+        if line.startswith("protolab_linkem_held_packets"):
+            total += float(line.split()[-1])
+    return int(total)
+
+
+def held_packets(control: Path, timeout: float) -> int:
+    """How many packets the link emulator on this control socket holds (0 when it does not answer: the helpers'
+    watch names it; it holds nothing it can release)."""
+    from .helperproc import UnixHTTPConnection
+
+    conn = UnixHTTPConnection(control, timeout=timeout)
+    try:
+        conn.request("GET", "/metrics")
+        resp = conn.getresponse()
+        status, text = resp.status, resp.read().decode(errors="replace")
+    except OSError:
+        return 0
+    finally:
+        conn.close()
+    return parse_held_packets(text) if status == 200 else 0
+
+
 class Linkem(HelperProcess):
     """One protolab-linkem process emulating one direction where its packets arrive (an NFQUEUE rule)."""
 

@@ -343,10 +343,11 @@ class Keeper:
             return {"ok": False, "error": str(exc).strip("'\"")}
 
     def _held(self) -> dict[str, list[Any]]:
-        """The packets this keeper's link emulators hold (protolab.quiesce), as {name: [bytes, what]}."""
-        from . import quiesce
+        """The packets this keeper's link emulators hold (protolab.quiesce's wait), as {name: [bytes, what]}."""
+        from .impair import Linkem, held_packets
 
-        return {k: [v.bytes, v.what] for k, v in quiesce.read_linkems(quiesce.linkem_sockets(self.lab)).items()}
+        held = {lk.name: held_packets(lk.control, 2.0) for lk in list(Linkem._running.values())}
+        return {name: [n * 1514, f"{n} packets held"] for name, n in held.items() if n}
 
     def _guard(self) -> dict[str, Any]:
         """This host's self-saturation snapshot (protolab.guard): its CPU, softnet and unconfigured queues' drops,

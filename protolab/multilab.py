@@ -387,6 +387,12 @@ class _View:
         local = {f"{node}:{end.intf}": read_offloads(end) for node, end in self._ends(local=True)}
         return local | self._read_remote("offloads")
 
+    def linkem_sockets(self) -> list[tuple[str, Path]]:
+        """The control sockets of the link emulators of the parts on this machine (emulated hosts): in each
+        keeper's state directory, named "<host> <socket>" (protolab.quiesce reads them)."""
+        return [(f"{h} {p.name}", p) for h, part in sorted(self.lab.parts.items()) if not part.remote
+                for p in sorted((part.state_dir / "linkem").glob("*.sock"))]  # fmt: skip
+
     def keepers_helpers_down(self, since: float) -> list[str]:
         """Each keeper's watch of the helpers it runs (its link emulators and NIC filters: helperproc.WATCH in the
         keeper's process, here or on its host) since `since` (this process's time.monotonic()), one line each

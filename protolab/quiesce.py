@@ -31,7 +31,7 @@ from pathlib import Path
 from typing import Any
 
 from . import naming, reassembly
-from .impair import Endpoint, Linkem, ifb_for
+from .impair import Endpoint, Linkem, held_packets, ifb_for, parse_held_packets  # noqa: F401 (parse_: its home)
 
 MIN_BOUND_SECONDS = 2.0  # a lab without a slow link: a FIN exchange and a scheduler's slack
 MARGIN_SECONDS = 1.0
@@ -100,15 +100,6 @@ def parse_sockets(text: str, udp: bool, ignore: set[str]) -> list[Left]:
             what = f"{proto} {laddr}:{int(lport, 16)} -> {raddr}:{int(rport, 16)} {state}, {tx} B to send"
             out.append(Left(tx, what))
     return out
-
-
-def parse_held_packets(metrics: str) -> int:
-    """protolab-linkem's `protolab_linkem_held_packets` (summed over its links) from its /metrics text."""
-    total = 0.0
-    for line in metrics.splitlines():
-        if line.startswith("protolab_linkem_held_packets"):
-            total += float(line.split()[-1])
-    return int(total)
 
 
 # -- the lab's places ---------------------------------------------------------------------------------------------
@@ -209,31 +200,16 @@ def read_place(p: Place, proc: Path = Path("/proc"), run: Callable[[list[str]], 
 def linkem_sockets(lab: Any) -> list[tuple[str, Path]]:
     """The control sockets of the lab's link emulators: this process's (a Lab), or those in each emulated testbed
     host's keeper's state directory (a lab over hosts)."""
-    from .multilab import _View
-
-    if isinstance(lab, _View):
-        return [(f"{h} {p.name}", p) for h, part in sorted(lab.lab.parts.items()) if not part.remote
-                for p in sorted((part.state_dir / "linkem").glob("*.sock"))]  # fmt: skip
+    if parts := getattr(lab, "linkem_sockets", None):  # a lab over hosts
+        return list(parts())
     return [(lk.name, lk.control) for lk in Linkem._running.values()]
 
 
 def read_linkems(sockets: Iterable[tuple[str, Path]]) -> Leftovers:
     """Packets the link emulators hold (the fallback backend's delay queue), asked on their control sockets."""
-    from .helperproc import UnixHTTPConnection
-
     out: Leftovers = {}
     for name, path in sockets:
-        conn = UnixHTTPConnection(path, timeout=READ_TIMEOUT_SECONDS)
-        try:
-            conn.request("GET", "/metrics")
-            resp = conn.getresponse()
-            status, text = resp.status, resp.read().decode(errors="replace")
-        except OSError:  # it does not answer: the helpers' watch names it; it holds nothing it can release
-            continue
-        finally:
-            conn.close()
-        held = parse_held_packets(text) if status == 200 else 0
-        if held:
+        if held := held_packets(path, READ_TIMEOUT_SECONDS):
             out[f"linkem {name}"] = Left(held * 1514, f"{held} packets held")
     return out
 

@@ -161,7 +161,7 @@ def test_a_lab_over_hosts_asks_each_keeper_for_its_own_watch_and_says_one_that_d
     h = Fake(tmp_path, "r2")
     since = time.monotonic()
     os.kill(h.proc.pid, signal.SIGKILL)
-    _wait_for(lambda: fast.reasons(since))
+    _wait_for(lambda: any("ended" in r for r in fast.reasons(since)))
     answer = keeper.handle({"op": "helpers", "ago": time.monotonic() - since + 0.5})
     assert answer["ok"] and any("fake r2" in r and "ended" in r for r in answer["reasons"]), answer
     assert keeper.handle({"op": "helpers", "ago": float("nan")})["ok"] is False
