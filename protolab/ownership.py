@@ -562,6 +562,9 @@ class Ledger:
                 outcomes.append(Outcome(e, UNKNOWN, str(exc).strip()[:300]))
             except Exception as exc:
                 outcomes.append(Outcome(e, FAILED, str(exc).strip()[:300]))
+        # a helper of this process's that ended without its stop (killed above, or started by a deploy that failed
+        # before the lab held it) leaves its control socket: those nothing listens on go
+        stale_helper_sockets(f"{os.getpid()}-*.sock", remove=True)
         if scope is None and not any(o.left for o in outcomes):
             with contextlib.suppress(FileNotFoundError):
                 self.path.unlink()
