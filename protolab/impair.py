@@ -206,6 +206,11 @@ def parse_held_packets(metrics: str) -> int:
     return int(total)
 
 
+def held_entry(n: int) -> tuple[int, str]:
+    """What n held packets count as in the idle wait: (bytes, at a full frame each; what)."""
+    return n * 1514, f"{n} packets held"
+
+
 def held_packets(control: Path, timeout: float) -> int:
     """How many packets the link emulator on this control socket holds (0 when it does not answer: the helpers'
     watch names it; it holds nothing it can release)."""

@@ -344,10 +344,10 @@ class Keeper:
 
     def _held(self) -> dict[str, list[Any]]:
         """The packets this keeper's link emulators hold (protolab.quiesce's wait), as {name: [bytes, what]}."""
-        from .impair import Linkem, held_packets
+        from .impair import Linkem, held_entry, held_packets
 
         held = {lk.name: held_packets(lk.control, 2.0) for lk in list(Linkem._running.values())}
-        return {name: [n * 1514, f"{n} packets held"] for name, n in held.items() if n}
+        return {name: list(held_entry(n)) for name, n in held.items() if n}
 
     def _guard(self) -> dict[str, Any]:
         """This host's self-saturation snapshot (protolab.guard): its CPU, softnet and unconfigured queues' drops,

@@ -31,7 +31,7 @@ from pathlib import Path
 from typing import Any
 
 from . import naming, reassembly
-from .impair import Endpoint, Linkem, held_packets, ifb_for, parse_held_packets  # noqa: F401 (parse_: its home)
+from .impair import Endpoint, Linkem, held_entry, held_packets, ifb_for, parse_held_packets  # noqa: F401 (parse_: its home)
 
 MIN_BOUND_SECONDS = 2.0  # a lab without a slow link: a FIN exchange and a scheduler's slack
 MARGIN_SECONDS = 1.0
@@ -210,7 +210,7 @@ def read_linkems(sockets: Iterable[tuple[str, Path]]) -> Leftovers:
     out: Leftovers = {}
     for name, path in sockets:
         if held := held_packets(path, READ_TIMEOUT_SECONDS):
-            out[f"linkem {name}"] = Left(held * 1514, f"{held} packets held")
+            out[f"linkem {name}"] = Left(*held_entry(held))
     return out
 
 
