@@ -13,7 +13,7 @@ export GOTOOLCHAIN := local
 export PATH := $(PATH):/usr/local/go/bin
 export ANSIBLE_CONFIG := $(CURDIR)/ansible/ansible.cfg
 
-.PHONY: help setup venv images experiment test lint unit go-test integration bench clean up down nightly schema rules-test fuzz
+.PHONY: help setup venv images experiment test lint unit go-test integration bench bench-smoke clean up down nightly schema rules-test fuzz
 
 help: ## list the targets
 	@echo "protolab -- containerized protocol-performance lab"
@@ -91,17 +91,15 @@ rules-test: images ## promtool check of the configuration and the rules + unit t
 	$(PROMTOOL) check rules $(CURDIR)/images/monitor/rules/*.rules.yml
 	$(PROMTOOL) test rules $(CURDIR)/images/monitor/rules/tests/*.test.yml
 
-test: images lint unit rules-test go-test fuzz integration ## everything: lint, unit, rules, Go, fuzz, integration (what CI runs)
+test: images lint unit rules-test go-test fuzz bench-smoke integration ## everything: lint, unit, rules, Go, fuzz, benchmarks in smoke mode, integration (what CI runs)
 
-bench: images ## benchmarks (figures, not gates): deploy/teardown per node, deploy over k hosts (model), impairment apply/clear, linkem pps + added delay, DIS host PDUs/s, transfer syntaxes per PDU type (size, encode/decode ns, BER and skinny vs raw), converter C_2 msgs/s + added delay
-	$(PY) -m bench.deploy
-	$(PY) -m bench.deploy_floor
-	$(PY) -m bench.multihost
-	$(PY) -m bench.impair
-	$(PY) -m bench.spims
-	cd agents && go test -run '^$$' -bench . -benchtime 2s -cpu 2 ./dishost
-	cd agents && go test -run '^$$' -bench . -benchtime 200ms -cpu 1 ./syntax/asn1c
-	cd agents && go test -run 'AddedDelay' -v -bench . -benchtime 2s -cpu 1 ./converter ./bundle
+bench: images ## benchmarks (figures, not gates), then one table of each figure, its target and the last committed result: deploy/teardown per node and against a floor, deploy over k hosts (model), impairment apply/restore, linkem pps + added delay, SPIMS vs iperf3 and a ping-pong, DIS host PDUs/s, transfer syntaxes, converter C_2 msgs/s + added delay
+	$(PY) -m bench
+
+# Every benchmark at tiny sizes (seconds each), written to a temporary folder: the figures mean nothing, but a
+# change that breaks a benchmark fails `make test`.
+bench-smoke: images ## every benchmark at tiny sizes, results thrown away: a check that none has rotted (part of make test)
+	$(PY) -m bench --smoke
 
 nightly: images ## every experiment's nightly (else quick) profile, compared with experiments/references/
 	$(PROTOLAB) nightly

@@ -1,13 +1,15 @@
-"""Benchmarks (figures, not gates): each writes results/bench/<name>-<UTC time>.json with the machine it ran on."""
+"""Benchmarks (figures, not gates): each writes results/bench/<name>-<UTC time>.json with the machine it ran on
+(PROTOLAB_BENCH_OUT names another folder: `make bench-smoke` writes its tiny runs to a temporary one)."""
 
 from __future__ import annotations
 
 import datetime as dt
 import json
+import os
 from pathlib import Path
 from typing import Any
 
-OUT = Path(__file__).resolve().parent.parent / "results" / "bench"
+OUT = Path(os.environ.get("PROTOLAB_BENCH_OUT") or Path(__file__).resolve().parent.parent / "results" / "bench")
 
 
 def write_result(name: str, result: dict[str, Any]) -> Path:

@@ -70,6 +70,7 @@ from typing import Any, TypeVar
 
 import docker.errors
 
+from bench import OUT
 from bench.deploy import IMAGE, RATE, deploy_once, switched_topology
 from protolab import cleanup, dockerhost, environment, firewall, naming, ownership
 from protolab.errors import LabError, ProtolabError
@@ -89,7 +90,6 @@ MEMORY_MARGIN = 1.2  # the estimate times this ...
 MEMORY_RESERVE_MIB = 256.0  # ... plus this (the engine, the node shells, the rest of the machine) must be available
 MIB = 1024 * 1024
 METHODS = ("floor", "mininet", "protolab")
-OUT = Path(__file__).resolve().parent.parent / "results" / "bench"
 
 T = TypeVar("T")
 R = TypeVar("R")

@@ -38,10 +38,10 @@ import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
+from bench import OUT
 from protolab import environment
 
 REPO = Path(__file__).resolve().parent.parent
-OUT = REPO / "results" / "bench"
 SPIMS = REPO / "images" / "node" / "bin" / "protolab-spims"
 GO = shutil.which("go") or "/usr/local/go/bin/go"
 HOST = "127.0.0.1"
