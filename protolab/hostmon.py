@@ -31,7 +31,7 @@ from typing import Any
 
 from . import hostlink, naming, ownership, placement
 from .errors import LabError, MonitoringError
-from .results.store import write_json
+from .jsonio import write_json
 
 IMAGE = "protolab/monitor:latest"
 HOSTS_DIR = "hosts"  # <state dir>/hosts/<host>/: an emulated host's Prometheus's targets, mounted into it

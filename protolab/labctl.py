@@ -35,8 +35,8 @@ from pydantic import ValidationError
 
 from . import naming, ownership, topo, topofile
 from .errors import LabError, ProtolabError, SpecError
+from .jsonio import new_run_id, write_json
 from .model.impairment import Impairment, LinkImpairment, percents_as_written
-from .results.store import new_run_id, write_json
 from .spec import EXPERIMENTS_DIR, NodeSpec, TopologySpec, node_settings
 from .topo import Topology
 

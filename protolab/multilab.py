@@ -38,8 +38,8 @@ from typing import Any
 from . import labctl, naming, placement
 from .errors import LabError, ProtolabError
 from .impair import Endpoint
+from .jsonio import write_json
 from .model.impairment import Impairment
-from .results.store import write_json
 from .topo import Topology, v6_address
 
 STATE_ROOT = Path("/run/protolab-hosts")
@@ -738,7 +738,7 @@ def supervise(request: dict[str, Any]) -> int:
     import signal
 
     from . import emuhost, ownership
-    from .results.store import new_run_id
+    from .jsonio import new_run_id
 
     stop = {"now": False}
 

@@ -37,8 +37,8 @@ from typing import Any
 
 from . import dockerhost, hoststate, naming
 from .errors import DockerUnreachableError, LabBusyError, ProtolabError
+from .jsonio import JsonLog
 from .killpoint import killpoint
-from .results.store import JsonLog
 from .shell import CannotTellError, probe, run
 
 RUN_ENV = "PROTOLAB_RUN"  # in the environment of the processes a lab starts; `clean` ends those of dead runs

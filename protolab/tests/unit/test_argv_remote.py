@@ -100,8 +100,10 @@ def test_the_transfer_sampler_takes_its_stop_file_and_filter_as_arguments():
 def test_the_sampler_script_stops_on_its_stop_file_and_runs_no_argument(tmp_path):
     canary = tmp_path / "canary"
     stop = tmp_path / f"$(touch {canary}).stop"
+    # "2", as _Sampler passes int(limit) + 1: the limit counts whole seconds of `date +%s`, and with "1" a start
+    # just before a second ticks over ends the loop before its first sample (it failed so once)
     p = _sh(transfer_runner.SAMPLER_SCRIPT.replace("ss -Htmin", ": "),
-            str(stop), "1", f"; touch {canary}", "0.1")  # fmt: skip
+            str(stop), "2", f"; touch {canary}", "0.1")  # fmt: skip
     assert p.returncode == 0 and p.stdout.startswith("T ") and not canary.exists()
 
 
