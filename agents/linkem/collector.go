@@ -25,6 +25,7 @@ var (
 	heldDesc     = linkemDesc("held_packets", "Packet instances held, waiting for their release time.")
 	leadDesc     = linkemDesc("timer_lead_seconds", "How early the release timer is armed to make up for its wake-up latency (a running mean of how late it fired, at most 250 us).")
 	changesDesc  = linkemDesc("config_changes_total", "Configuration changes applied through PUT /config.")
+	batchDesc    = linkemDesc("batch_accepted_packets_total", "Passed packets accepted by a batch verdict (one message for a run of plain accepts with nothing else waiting), a part of packets_total{action=\"passed\"}.")
 	genDesc      = linkemDesc("config_generation", "Generation of the configuration in force (0 = the one given at start).")
 	errorsDesc   = linkemDesc("errors_total",
 		"Failures: verdict = a verdict the kernel refused, inject = a duplicate that could not be sent, "+
@@ -61,6 +62,7 @@ func (c *Collector) Update(ch chan<- prometheus.Metric) error {
 	ch <- prometheus.MustNewConstMetric(receivedDesc, prometheus.CounterValue, float64(n.Received), link)
 	ch <- prometheus.MustNewConstMetric(heldDesc, prometheus.GaugeValue, float64(n.Held), link)
 	ch <- prometheus.MustNewConstMetric(leadDesc, prometheus.GaugeValue, e.Lead().Seconds(), link)
+	ch <- prometheus.MustNewConstMetric(batchDesc, prometheus.CounterValue, float64(n.BatchAccepted), link)
 	ch <- prometheus.MustNewConstMetric(changesDesc, prometheus.CounterValue, float64(n.ConfigChanges), link)
 	ch <- prometheus.MustNewConstMetric(genDesc, prometheus.GaugeValue, float64(e.params.Load().generation), link)
 	ch <- prometheus.MustNewConstMetric(errorsDesc, prometheus.CounterValue, float64(n.VerdictErrors), link, "verdict")

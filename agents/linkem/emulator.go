@@ -50,6 +50,15 @@ type Backend interface {
 	SetCopyPayload(full bool) error
 }
 
+// BatchAccepter is implemented by a Backend that can accept, in one
+// message, every packet still queued with an id up to and including id
+// (NFQUEUE's batch verdict). The emulator uses it for a batch of plain
+// accepts when nothing else it read is still waiting for a verdict: then
+// exactly that batch's packets are accepted.
+type BatchAccepter interface {
+	AcceptUpTo(id uint32) error
+}
+
 // Clock returns monotonic nanoseconds.
 type Clock interface{ Now() int64 }
 
@@ -123,6 +132,8 @@ type Emulator struct {
 	seq        uint64
 	draining   bool
 	arrBatch   actionBatch // owned by the arrival goroutine
+	releasing  int         // held packets taken from the heap whose verdicts the scheduler has not sent yet
+	batchOK    atomic.Bool // the backend is a BatchAccepter and no verdict has failed
 	schedBatch actionBatch // owned by the scheduler
 	closing    atomic.Bool
 
@@ -134,6 +145,7 @@ type stats struct {
 	received, passed, dropped, corrupted, duplicated, reordered, overflow atomic.Uint64
 	held                                                                  atomic.Int64
 	configChanges, verdictErrors, injectErrors, skipped                   atomic.Uint64
+	batchAccepted                                                         atomic.Uint64
 }
 
 // DelayBuckets are the bucket bounds of protolab_linkem_added_delay_seconds:
@@ -173,6 +185,8 @@ func NewEmulator(cfg Config, o Options) (*Emulator, error) {
 			ConstLabels: prometheus.Labels{"link": o.Name},
 		}),
 	}
+	_, canBatch := o.Backend.(BatchAccepter)
+	e.batchOK.Store(canBatch)
 	e.params.Store(compile(cfg, 0))
 	now := time.Now()
 	e.since.Store(&now)
@@ -303,8 +317,27 @@ func (e *Emulator) ArriveBatch(pkts []Packet) {
 		e.decideOne(p, &pkts[i], now, b)
 	}
 	e.stats.held.Store(int64(len(e.heap)))
+	upTo, batch := e.acceptsAll(b, pkts)
 	e.mu.Unlock()
-	e.carryOut(b)
+	e.carryOutBatch(b, upTo, batch)
+}
+
+// acceptsAll tells whether b's verdicts can go as one batch accept up to
+// the last packet of pkts: b holds nothing but plain accepts (no drop, no
+// rewritten payload, no duplicate) and every other packet read before is
+// answered already (none held, none taken from the heap by the scheduler
+// and not yet answered). The packets queued with ids up to the last one's
+// are then exactly b's. Called with e.mu held.
+func (e *Emulator) acceptsAll(b *actionBatch, pkts []Packet) (uint32, bool) {
+	if len(pkts) == 0 || len(e.heap) != 0 || e.releasing != 0 || !e.batchOK.Load() {
+		return 0, false
+	}
+	for i := range b.acts {
+		if a := &b.acts[i]; a.drop || a.inject || a.data != nil {
+			return 0, false
+		}
+	}
+	return pkts[len(pkts)-1].ID, true
 }
 
 // decideOne decides a packet and holds it or adds its immediate actions
@@ -417,14 +450,26 @@ func (e *Emulator) arm(release, now int64) {
 
 // carryOut sends b's verdicts in one batch, then its injections, counts
 // what passed and empties b.
-func (e *Emulator) carryOut(b *actionBatch) {
+func (e *Emulator) carryOut(b *actionBatch) { e.carryOutBatch(b, 0, false) }
+
+// carryOutBatch is carryOut; with batch, b's verdicts (all plain accepts,
+// see acceptsAll) go as one batch accept of every queued id up to upTo.
+func (e *Emulator) carryOutBatch(b *actionBatch, upTo uint32, batch bool) {
 	if len(b.acts) == 0 {
 		return
 	}
 	vs := b.vs[:0]
-	for i := range b.acts {
-		if a := &b.acts[i]; !a.inject {
-			vs = append(vs, Verdict{ID: a.id, Drop: a.drop, Data: a.data})
+	if batch {
+		if err := e.backend.(BatchAccepter).AcceptUpTo(upTo); err != nil {
+			e.verdictError(err, len(b.acts))
+		} else {
+			e.stats.batchAccepted.Add(uint64(len(b.acts)))
+		}
+	} else {
+		for i := range b.acts {
+			if a := &b.acts[i]; !a.inject {
+				vs = append(vs, Verdict{ID: a.id, Drop: a.drop, Data: a.data})
+			}
 		}
 	}
 	if len(vs) > 0 {
@@ -460,6 +505,9 @@ func (e *Emulator) carryOut(b *actionBatch) {
 }
 
 func (e *Emulator) verdictError(err error, n int) {
+	// A packet whose verdict failed stays queued; a later batch accept
+	// would let it through whatever its verdict was: no more batches.
+	e.batchOK.Store(false)
 	if e.stats.verdictErrors.Add(uint64(n)) <= 10 && !e.closing.Load() {
 		e.logger.Warn("verdict failed", "err", err)
 	}
@@ -516,9 +564,15 @@ func (e *Emulator) release(onTimer bool) int {
 	}
 	e.rearm(now)
 	e.stats.held.Store(int64(len(e.heap)))
-	e.mu.Unlock()
 	n := len(b.acts)
+	e.releasing += n
+	e.mu.Unlock()
 	e.carryOut(b)
+	if n > 0 {
+		e.mu.Lock()
+		e.releasing -= n
+		e.mu.Unlock()
+	}
 	return n
 }
 
@@ -599,6 +653,7 @@ type Counts struct {
 	Received, Passed, Dropped, Corrupted, Duplicated, Reordered, Overflow uint64
 	Held                                                                  int64
 	ConfigChanges, VerdictErrors, InjectErrors, Skipped                   uint64
+	BatchAccepted                                                         uint64 // passed by batch accepts
 }
 
 // Counts returns the counters.
@@ -609,6 +664,7 @@ func (e *Emulator) Counts() Counts {
 		Corrupted: s.corrupted.Load(), Duplicated: s.duplicated.Load(), Reordered: s.reordered.Load(),
 		Overflow: s.overflow.Load(), Held: s.held.Load(), ConfigChanges: s.configChanges.Load(),
 		VerdictErrors: s.verdictErrors.Load(), InjectErrors: s.injectErrors.Load(), Skipped: s.skipped.Load(),
+		BatchAccepted: s.batchAccepted.Load(),
 	}
 }
 

@@ -841,3 +841,24 @@ func TestIntegrationQueueTaken(t *testing.T) {
 		t.Errorf("error %q does not say which queue could not be bound", err)
 	}
 }
+
+// With nothing configured every packet is a plain accept: the kernel gets
+// batch verdicts (one message accepting every queued id up to the last),
+// and every packet arrives, whole and once.
+func TestIntegrationPassThroughBatches(t *testing.T) {
+	tb, l := startBed(t, Config{})
+	s := newSink(t, tb, 7012)
+	tx := newSender(t, tb, 7012)
+	const n = 3000
+	tx.sendPaced(t, n, 100, 100, 100*time.Microsecond)
+	time.Sleep(200 * time.Millisecond)
+	seqs, _, bad := s.snapshot()
+	c := l.Emulator.Counts()
+	t.Logf("sent %d, received %d; linkem passed %d, %d of them by batch verdicts", n, len(seqs), c.Passed, c.BatchAccepted)
+	if len(seqs) != n || bad != 0 || c.Passed != n || c.VerdictErrors != 0 {
+		t.Errorf("received %d of %d (%d damaged), linkem passed %d with %d verdict errors", len(seqs), n, bad, c.Passed, c.VerdictErrors)
+	}
+	if c.BatchAccepted == 0 {
+		t.Errorf("no packet went by batch verdict")
+	}
+}

@@ -45,6 +45,7 @@ const (
 	nfqnlMsgPacket     = 0
 	nfqnlMsgVerdict    = 1
 	nfqnlMsgConfig     = 2
+	nfqnlMsgVerdictBat = 3 // NFQNL_MSG_VERDICT_BATCH
 	nfqaPacketHdr      = 1
 	nfqaVerdictHdr     = 2
 	nfqaPayload        = 10
@@ -337,14 +338,25 @@ var verdictBufs = sync.Pool{New: func() any { b := make([]byte, 0, maxVerdictDat
 // nfgenmsg, NFQA_VERDICT_HDR {verdict, id} and, for a modified packet,
 // NFQA_PAYLOAD.
 func appendVerdict(b []byte, queue uint16, v *Verdict) []byte {
-	start := len(b)
 	verdict := uint32(nfqueue.NfAccept)
 	if v.Drop {
 		verdict = nfqueue.NfDrop
 	}
+	var payload []byte
+	if v.Data != nil && !v.Drop {
+		payload = v.Data
+	}
+	return appendVerdictMsg(b, queue, nfqnlMsgVerdict, verdict, v.ID, payload)
+}
+
+// appendVerdictMsg appends a verdict message of type typ (NFQNL_MSG_VERDICT
+// or NFQNL_MSG_VERDICT_BATCH, for which id is the highest id it covers),
+// with NFQA_PAYLOAD when payload is not nil.
+func appendVerdictMsg(b []byte, queue uint16, typ uint16, verdict, id uint32, payload []byte) []byte {
+	start := len(b)
 	// nlmsghdr: len (filled below), type, flags, seq, pid.
 	b = binary.NativeEndian.AppendUint32(b, 0)
-	b = binary.NativeEndian.AppendUint16(b, nfnlSubsysQueue<<8|nfqnlMsgVerdict)
+	b = binary.NativeEndian.AppendUint16(b, nfnlSubsysQueue<<8|typ)
 	b = binary.NativeEndian.AppendUint16(b, unix.NLM_F_REQUEST)
 	b = binary.NativeEndian.AppendUint32(b, 0)
 	b = binary.NativeEndian.AppendUint32(b, 0)
@@ -355,17 +367,26 @@ func appendVerdict(b []byte, queue uint16, v *Verdict) []byte {
 	b = binary.NativeEndian.AppendUint16(b, 4+8)
 	b = binary.NativeEndian.AppendUint16(b, nfqaVerdictHdr)
 	b = binary.BigEndian.AppendUint32(b, verdict)
-	b = binary.BigEndian.AppendUint32(b, v.ID)
-	if v.Data != nil && !v.Drop {
-		b = binary.NativeEndian.AppendUint16(b, uint16(4+len(v.Data)))
+	b = binary.BigEndian.AppendUint32(b, id)
+	if payload != nil {
+		b = binary.NativeEndian.AppendUint16(b, uint16(4+len(payload)))
 		b = binary.NativeEndian.AppendUint16(b, nfqaPayload)
-		b = append(b, v.Data...)
+		b = append(b, payload...)
 		for len(b)%4 != 0 {
 			b = append(b, 0)
 		}
 	}
 	binary.NativeEndian.PutUint32(b[start:], uint32(len(b)-start))
 	return b
+}
+
+// AcceptUpTo implements BatchAccepter: one NFQNL_MSG_VERDICT_BATCH message
+// accepts every packet still in the kernel queue with an id up to and
+// including id (the kernel walks its queue once, under one lock, instead
+// of once per verdict message).
+func (q *Queue) AcceptUpTo(id uint32) error {
+	var buf [32]byte
+	return q.send(appendVerdictMsg(buf[:0], q.num, nfqnlMsgVerdictBat, nfqueue.NfAccept, id, nil))
 }
 
 // send writes one datagram to the kernel on the queue's socket.

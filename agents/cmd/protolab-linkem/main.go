@@ -76,6 +76,7 @@ Metrics:
   protolab_linkem_received_packets_total{link} packets read from the queue
   protolab_linkem_added_delay_seconds{link}    histogram, seconds (10us..1s)
   protolab_linkem_held_packets{link}           packets held now
+  protolab_linkem_batch_accepted_packets_total{link}  passed by one batch verdict
   protolab_linkem_config_changes_total{link}   PUT /config applied
   protolab_linkem_config_generation{link}      generation in force
   protolab_linkem_errors_total{link,kind}      verdict|inject|skipped failures
