@@ -16,7 +16,7 @@ from typing import Any
 from . import spec
 from .errors import EXIT_INVALID, EXIT_OK, EXIT_REGRESSED
 from .results import compare
-from .results.store import TIDY, load_json, read_tidy
+from .results.store import MANIFEST, SUMMARY, TIDY, load_json, read_tidy
 
 NIGHTLY_PROFILES = ("nightly", "quick")
 TREND_COLUMNS = 4  # headline columns per experiment: the first table's first ones
@@ -52,7 +52,7 @@ def run_all(names: list[str], results: Path, references: Path, out: Path) -> int
         line: dict[str, Any] = {"experiment": name, "profile": profile, "status": status,
                                 "seconds": round(time.monotonic() - t0, 1)}  # fmt: skip
         rundir = run.rundir.path  # run() made it, or raised
-        line |= {"run": str(rundir), "valid": bool(load_json(rundir / "summary.json").get("valid"))}
+        line |= {"run": str(rundir), "valid": bool(load_json(rundir / SUMMARY).get("valid"))}
         line["comparison"] = compare.verdict(rundir, references)  # the run compared itself as it ended
         line["headline"] = headline(rundir)
         lines.append(line)
@@ -64,7 +64,7 @@ def run_all(names: list[str], results: Path, references: Path, out: Path) -> int
 
 def headline(rundir: Path) -> dict[str, float]:
     """Each headline column's mean over all points and repetitions of the run."""
-    m = load_json(rundir / "manifest.json")
+    m = load_json(rundir / MANIFEST)
     tables = m["spec"].get("tables") or []
     cols = (tables[0].get("columns") or [])[:TREND_COLUMNS] if tables else []
     rows = read_tidy(rundir / TIDY, list((m["spec"].get("sweep") or {}).keys())) if (rundir / TIDY).exists() else []

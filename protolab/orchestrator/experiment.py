@@ -43,6 +43,7 @@ from ..killpoint import killpoint
 from ..lab import Lab, container_privileges
 from ..live import LiveView, http_query, progress_line
 from ..results.display import axis_str
+from ..results.store import MANIFEST
 from ..spec import NodeSpec, Plan, Point, node_limits, node_settings
 from . import collect, session, summary
 from .phase import PhaseOutcome, run_phase
@@ -255,7 +256,7 @@ class ExperimentRun:
             self.manifest = session.manifest(self.plan, self.rundir.run_id, started, images)
             self.manifest["calibration"] = {"start": calibration.measure()}  # before anything of the run is up
         self.manifest["host_state"] = {"before": ownership.record_host(self.ledger)}
-        self.rundir.write_json("manifest.json", self.manifest)
+        self.rundir.write_json(MANIFEST, self.manifest)
         self.raw = self.rundir.raw_writer()
         reserve_space(self.rundir.path)
         resumed = f" (resumed with {len(self.rows)} measured row(s))" if self.resume else ""
@@ -359,7 +360,7 @@ class ExperimentRun:
                                         cpus=self.host_cpus, ssh=self.over_ssh,
                                         log=lambda line: print(line, flush=True))  # fmt: skip
         self.manifest["testbed"] = self.hosts.manifest()
-        self.rundir.write_json("manifest.json", self.manifest)
+        self.rundir.write_json(MANIFEST, self.manifest)
 
     def _live_view(self, prom: monitor.Prometheus) -> LiveView | None:
         """--live: the terminal view of the run (protolab.live), started now that Prometheus is up."""
@@ -523,7 +524,7 @@ class ExperimentRun:
         release_space(self.rundir.path)  # on a full disk, room for the manifest, tidy.csv and summary.json
         killpoint("teardown")
         self._closing_step(
-            "writing manifest.json", lambda: self.rundir.write_json("manifest.json", self._manifest_end(signals))
+            "writing manifest.json", lambda: self.rundir.write_json(MANIFEST, self._manifest_end(signals))
         )
         killpoint("teardown")
         valid = self._closing_step("writing the results", lambda: summary.finish(

@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from .. import environment, monitor
+from ..results.store import SCHEMA_VERSION
 
 log = logging.getLogger(__name__)
 
@@ -98,7 +99,7 @@ class Progress:
 def manifest(plan: Any, run_id: str, started: str, images: dict[str, str]) -> dict[str, Any]:
     e = plan.base
     return {
-        "schema_version": 1,
+        "schema_version": SCHEMA_VERSION,
         "experiment": e.name,
         "run_id": run_id,
         "profile": plan.profile,

@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
-import csv
 from pathlib import Path
 from typing import Any
 
 from ..results.checks import unmeasured
 from ..results.display import axis_str
+from ..results.store import FAULTS, SUMMARY, write_faults_csv
 
 
 def finish(rundir: Any, plan: Any, rows: list[dict[str, Any]], fault_rows: list[dict[str, Any]],
@@ -22,7 +22,7 @@ def finish(rundir: Any, plan: Any, rows: list[dict[str, Any]], fault_rows: list[
     rows = sorted(rows, key=lambda r: (int(r["point"][1:]), r["repetition"]))  # measured shuffled, kept in sweep order
     rundir.write_tidy(rows, list(e.sweep), columns)
     if fault_rows:
-        write_faults_csv(rundir.path / "faults.csv", fault_rows)
+        write_faults_csv(rundir.path / FAULTS, fault_rows)
     measured = {r["point"] for r in rows}
     reasons = invalid + ([] if rows else ["nothing was measured"])
     points = [p for p in plan.points if p.id in measured]
@@ -35,7 +35,7 @@ def finish(rundir: Any, plan: Any, rows: list[dict[str, Any]], fault_rows: list[
     summary["skipped"] = skipped or []  # tasks that measured nothing here, and why (e.g. no SCTP in the kernel)
     if repetitions:
         summary["repetitions"] = repetitions  # per point: n, converged, the watched columns' nsd of the mean
-    rundir.write_json("summary.json", summary)
+    rundir.write_json(SUMMARY, summary)
     against = reference_line(rundir.path, references)
     try:
         render.render_all(rundir.path)
@@ -45,18 +45,6 @@ def finish(rundir: Any, plan: Any, rows: list[dict[str, Any]], fault_rows: list[
     if against:
         print(against, flush=True)
     return bool(summary["valid"])
-
-
-def write_faults_csv(path: Path, fault_rows: list[dict[str, Any]]) -> None:
-    """Every column any row has, in the order they first appear: rows carried on by --resume from a run of an
-    earlier protolab may lack the columns added since (left empty)."""
-    from ..results.store import atomic_open
-
-    columns = list(dict.fromkeys(k for r in fault_rows for k in r))
-    with atomic_open(path, newline="") as f:
-        w = csv.DictWriter(f, fieldnames=columns, restval="")
-        w.writeheader()
-        w.writerows(fault_rows)
 
 
 def reference_line(path: Path, references: Path | None = None) -> str:

@@ -53,9 +53,8 @@ from scipy import stats as _st
 from ..model.report import EXPERIMENTS_DIR
 from ..stats import clean
 from .display import Display, is_measured
-from .store import ResultsError, load_json, load_manifest
+from .store import SCHEMA_VERSION, SUMMARY, TIDY, ResultsError, load_json, load_manifest
 
-SCHEMA_VERSION = 1
 REFERENCES_DIR = EXPERIMENTS_DIR / "references"  # <experiment>/<profile>.json, committed
 COMPARE_DIR = "compare"  # a run's comparison with its reference: compare.{md,html,json}
 ALPHA = 0.01
@@ -272,9 +271,9 @@ def _run_samples(run_dir: Path) -> tuple[dict[str, Any], dict[str, dict[str, lis
 
     run_dir = Path(run_dir)
     manifest = load_manifest(run_dir)
-    summary = load_json(run_dir / "summary.json")
+    summary = load_json(run_dir / SUMMARY)
     axes = list((manifest["spec"].get("sweep") or {}).keys())
-    rows = read_tidy(run_dir / "tidy.csv", axes)
+    rows = read_tidy(run_dir / TIDY, axes)
     points = {p["id"]: p for p in manifest["points"]}
     values: dict[str, dict[str, list[float]]] = defaultdict(lambda: defaultdict(list))
     records = {}

@@ -10,7 +10,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from .store import MANIFEST, RESERVE, ROWS, SCHEMA_VERSION, SUMMARY, JsonLog, load_json, write_json, write_tidy
+from .store import MANIFEST, RESERVE, ROWS, SCHEMA_VERSION, SUMMARY, TIDY, JsonLog, load_json, write_json, write_tidy
 
 
 def finalize_orphan(run_dir: Path, run: dict[str, Any]) -> bool:
@@ -26,7 +26,7 @@ def finalize_orphan(run_dir: Path, run: dict[str, Any]) -> bool:
     rows = JsonLog(run_dir / ROWS).read()
     axes = manifest.get("axes") or []
     columns = manifest.get("columns") or sorted({k for r in rows for k in r} - {"point", "repetition", *axes})
-    write_tidy(run_dir / "tidy.csv", rows, axes, columns)
+    write_tidy(run_dir / TIDY, rows, axes, columns)
     reason = (f"the run's process (PID {run.get('pid')}) ended without finishing (killed, or its results folder "
               f"full or read-only: see its output); "
               f"{len(rows)} measured row(s) recovered by `protolab clean`")  # fmt: skip

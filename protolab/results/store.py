@@ -7,6 +7,12 @@
     tables/, plots/, report.html   derived from the three files above (see render.py)
 
 Run ids are UTC timestamps plus a random suffix (`20261122T031500Z-ab12`), so they sort by start time.
+
+This module owns the format: the file names (MANIFEST, SUMMARY, TIDY, RAW, ROWS, FAULTS, ...), their writers and
+readers, and SCHEMA_VERSION, written into manifest.json, summary.json, derived.json and the references. The bump
+rule: SCHEMA_VERSION goes up when a file's meaning changes so that an older protolab would misread it (a field
+renamed or removed, a unit or a column's meaning changed); a new field does not bump it (readers ignore what
+they do not know). A reader refuses a version it does not know (load_json).
 """
 
 from __future__ import annotations
@@ -39,6 +45,7 @@ SCHEMA_VERSION = 1
 MANIFEST = "manifest.json"
 SUMMARY = "summary.json"
 TIDY = "tidy.csv"
+FAULTS = "faults.csv"  # what a fault schedule did when (write_faults_csv)
 RAW = "raw/series.csv"
 RAW_COLUMNS = ("point", "repetition", "phase", "series", "labels", "timestamp_seconds", "value")
 ID_COLUMNS = ("point", "repetition")
@@ -311,3 +318,13 @@ ROWS = "rows.jsonl"  # measured rows as they are measured; tidy.csv is written f
 RESERVE = ".space-reserve"  # disk held by a running run for its end (orchestrator.experiment.reserve_space)
 RESERVE_BYTES = 4 << 20
 FAULTS_LOG = "raw/faults.jsonl"
+
+
+def write_faults_csv(path: Path, fault_rows: list[dict[str, Any]]) -> None:
+    """faults.csv, atomically: every column any row has, in the order they first appear (rows carried on by
+    --resume from a run of an earlier protolab may lack the columns added since: left empty)."""
+    columns = list(dict.fromkeys(k for r in fault_rows for k in r))
+    with atomic_open(path, newline="") as f:
+        w = csv.DictWriter(f, fieldnames=columns, restval="")
+        w.writeheader()
+        w.writerows(fault_rows)

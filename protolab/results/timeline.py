@@ -20,9 +20,8 @@ from typing import Any
 
 from matplotlib.figure import Figure
 
-from .store import RAW, read_raw
+from .store import FAULTS, RAW, read_raw
 
-FAULTS = "faults.csv"
 LATENCY_RE = re.compile(r"(rtt|delay|latency)_seconds$")
 SUBFLOWS_RE = re.compile(r"_subflows$")  # MPTCP subflow events, labelled with the subflow (request_response)
 MAX_PANELS = 6

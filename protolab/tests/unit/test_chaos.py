@@ -18,7 +18,7 @@ from protolab.chaos import MARK, Chaos, ChaosError, Proc
 from protolab.exporter import FaultExporter
 from protolab.faults import Schedule
 from protolab.model.faults import Fault
-from protolab.orchestrator.summary import write_faults_csv
+from protolab.results.store import write_faults_csv
 
 ExecResult = namedtuple("ExecResult", "exit_code output")  # docker-py's
 AGENT = ("/usr/local/bin/protolab-agent", "--listen", ":9100")
