@@ -11,9 +11,9 @@ import json
 import re
 from collections import deque
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Generic, Protocol, TypeVar
+from typing import TYPE_CHECKING, Any, Generic, Literal, Protocol, TypeVar
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from ..errors import ProtolabError
 from ..registry import Registry
@@ -69,6 +69,31 @@ class TaskModel(BaseModel):
     def scrape_ports(self) -> dict[str, list[int]]:
         """Ports of the task's processes with their own /metrics, per node ("*": every node)."""
         return {}
+
+
+class ClientServerTask(TaskModel):
+    """A task between two hosts: a client that starts the traffic and a server that answers or receives it, sent to
+    the server's IPv4 address or its IPv6 twin over one path (a task with more overrides `paths`). A task model
+    redeclares `client`, `server` and `family` to describe them in its own words."""
+
+    client: str = Field(..., description="host that starts the traffic")
+    server: str = Field(..., description="host that answers or receives it")
+    family: Literal["ipv4", "ipv6"] = Field("ipv4", description="send to the server's IPv4 address or its IPv6 twin")
+
+    @model_validator(mode="after")
+    def _two_hosts(self) -> ClientServerTask:
+        if self.client == self.server:
+            raise ValueError("client and server are the same host")
+        return self
+
+    def address_family(self) -> int:
+        return 6 if self.family == "ipv6" else 4
+
+    def nodes(self) -> list[str]:
+        return [self.client, self.server]
+
+    def paths(self, topology: Topology) -> dict[str, list[list[Link]]]:
+        return {f"{self.client}->{self.server}": host_paths(topology, self.client, self.server)}
 
 
 def host_paths(topology: Topology, client: str, server: str, interfaces: tuple[int, ...] = (0,)) -> list[list[Link]]:

@@ -14,14 +14,14 @@ from typing import TYPE_CHECKING, Literal
 from pydantic import Field, model_validator
 
 from ..units import BitsPerSecond, Bytes
-from .base import Link, TaskModel, host_paths, workload
+from .base import ClientServerTask, workload
 
 if TYPE_CHECKING:
-    from ..topo import Topology
+    pass
 
 
 @workload("iperf3", runner="protolab.workloads.iperf3_runner:Iperf3Runner")
-class Iperf3Task(TaskModel):
+class Iperf3Task(ClientServerTask):
     kind: Literal["iperf3"]
     client: str = Field(..., description="sending host")
     server: str = Field(..., description="receiving host (runs iperf3 -s)")
@@ -36,18 +36,7 @@ class Iperf3Task(TaskModel):
     def _udp_needs_rate(self) -> Iperf3Task:
         if self.protocol == "udp" and self.rate is None:
             raise ValueError("UDP needs a rate (e.g. '10Mbit'): iperf3 would otherwise offer only 1 Mbit/s")
-        if self.client == self.server:
-            raise ValueError("client and server are the same host")
         return self
-
-    def address_family(self) -> int:
-        return 6 if self.family == "ipv6" else 4
-
-    def nodes(self) -> list[str]:
-        return [self.client, self.server]
-
-    def paths(self, topology: Topology) -> dict[str, list[list[Link]]]:
-        return {f"{self.client}->{self.server}": host_paths(topology, self.client, self.server)}
 
     def columns(self) -> list[str]:
         cols = [f"{self.name}_goodput_bits_per_second"]

@@ -19,14 +19,14 @@ from typing import TYPE_CHECKING, Literal
 from pydantic import Field, model_validator
 
 from ..units import Bytes, Seconds
-from .base import Link, TaskModel, host_paths, workload
+from .base import ClientServerTask, workload
 
 if TYPE_CHECKING:
-    from ..topo import Topology
+    pass
 
 
 @workload("ping", runner="protolab.workloads.ping_runner:PingRunner")
-class PingTask(TaskModel):
+class PingTask(ClientServerTask):
     kind: Literal["ping"]
     client: str = Field(..., description="host that sends the echo requests")
     server: str = Field(..., description="host that answers")
@@ -37,8 +37,6 @@ class PingTask(TaskModel):
 
     @model_validator(mode="after")
     def _sane(self) -> PingTask:
-        if self.client == self.server:
-            raise ValueError("client and server are the same host")
         if self.interval < 0.002:
             raise ValueError("interval below 2ms: ping refuses to flood faster than that")
         if self.duration / self.interval > 100_000:
@@ -47,15 +45,6 @@ class PingTask(TaskModel):
 
     def count(self) -> int:
         return max(1, round(self.duration / self.interval))
-
-    def address_family(self) -> int:
-        return 6 if self.family == "ipv6" else 4
-
-    def nodes(self) -> list[str]:
-        return [self.client, self.server]
-
-    def paths(self, topology: Topology) -> dict[str, list[list[Link]]]:
-        return {f"{self.client}->{self.server}": host_paths(topology, self.client, self.server)}
 
     def columns(self) -> list[str]:
         n = self.name

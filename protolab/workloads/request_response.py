@@ -33,7 +33,7 @@ from typing import TYPE_CHECKING, Literal
 from pydantic import Field, model_validator
 
 from ..units import Bytes, Seconds
-from .base import Link, TaskModel, host_paths, workload
+from .base import ClientServerTask, Link, host_paths, workload
 from .spims import TRANSPORTS
 
 if TYPE_CHECKING:
@@ -41,7 +41,7 @@ if TYPE_CHECKING:
 
 
 @workload("request_response", runner="protolab.workloads.request_response_runner:RequestResponseRunner")
-class RequestResponseTask(TaskModel):
+class RequestResponseTask(ClientServerTask):
     kind: Literal["request_response"]
     client: str = Field(..., description="host that sends the requests")
     server: str = Field(..., description="host that answers")
@@ -62,8 +62,6 @@ class RequestResponseTask(TaskModel):
 
     @model_validator(mode="after")
     def _sane(self) -> RequestResponseTask:
-        if self.client == self.server:
-            raise ValueError("client and server are the same host")
         if self.transport not in TRANSPORTS:
             raise ValueError(f"unknown transport {self.transport!r}; registered: {', '.join(TRANSPORTS)}")
         if self.mptcp and self.transport != "mptcp":
@@ -73,9 +71,6 @@ class RequestResponseTask(TaskModel):
         if self.transport == "udp" and self.size > 65503:
             raise ValueError("udp carries at most 65503 bytes a message")
         return self
-
-    def address_family(self) -> int:
-        return 6 if self.family == "ipv6" else 4
 
     def two_paths(self) -> bool:
         return bool(self.mptcp) or self.redundant
@@ -87,9 +82,6 @@ class RequestResponseTask(TaskModel):
         return {
             f"{self.client}->{self.server}": host_paths(topology, self.client, self.server, (0, 1) if both else (0,))
         }
-
-    def nodes(self) -> list[str]:
-        return [self.client, self.server]
 
     def columns(self) -> list[str]:
         n = self.name
