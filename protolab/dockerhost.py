@@ -44,9 +44,21 @@ def ensure_mgmt_network(docker_client: Any, ledger: Any = None) -> Any:
             raise
 
 
+STALE_ENDPOINTS_RETRY_SECONDS = 1.0  # one more try after this: an endpoint being deleted may just be late
+
+
 def remove_network(docker_client: Any, name: str, remove: bool = True) -> bool:
-    """Whether our (labelled) network `name` exists; with remove, disconnect everything from it and remove it."""
+    """Whether our (labelled) network `name` exists; with remove, disconnect everything from it and remove it.
+
+    Docker can count endpoints on a network that no container has any more (its libnetwork store raced when
+    containers on the network were removed in parallel): removal then fails with "has active endpoints" while
+    inspect lists none. That is tried once more after a second (an endpoint still being deleted is then gone),
+    then said as a LabError naming the network and the fix, a dockerd restart, never as a bare API error."""
+    import time
+
     import docker.errors
+
+    from .errors import LabError
 
     try:
         net = docker_client.networks.get(name)
@@ -54,12 +66,32 @@ def remove_network(docker_client: Any, name: str, remove: bool = True) -> bool:
         return False
     if net.attrs.get("Labels", {}).get(naming.LABEL) != "true":
         return False
-    if remove:
+    if not remove:
+        return True
+    for attempt in (1, 2):
         net.reload()
-        for cid in net.attrs.get("Containers") or {}:
+        listed = list(net.attrs.get("Containers") or {})
+        for cid in listed:
             with contextlib.suppress(docker.errors.APIError):
                 net.disconnect(cid, force=True)
-        net.remove()
+        try:
+            net.remove()
+            return True
+        except docker.errors.NotFound:
+            return True  # removed meanwhile (another clean)
+        except docker.errors.APIError as exc:
+            if "active endpoints" not in str(exc):
+                raise
+            if attempt == 1:
+                time.sleep(STALE_ENDPOINTS_RETRY_SECONDS)
+                continue
+            raise LabError(
+                f"docker network {name} cannot be removed: Docker still counts endpoints on it"
+                + (f" ({len(listed)} listed and force-disconnected)" if listed else ", though it lists none")
+                + ". That is Docker's own bookkeeping gone wrong (containers on one network removed in parallel "
+                "can leave it so); only restarting dockerd clears it: restart it (`systemctl restart docker`, or "
+                "stop and start dockerd), then run `protolab clean` again"
+            ) from None
     return True
 
 
