@@ -28,15 +28,17 @@ a `tc -batch` (HTB + pfifo on its end), ethtool (segmentation offloads off) and 
 is everything Lab's deploy leaves behind, with the same HTB parameters (protolab.impair's), including what Lab
 makes around the lab: the management network when it is missing and the bridged-forwarding accept rule where
 Docker's FORWARD policy would drop bridged frames. Teardown: one `ip -batch` deleting every bridge port (so the
-veth pairs) and the bridge, the containers force-removed on the pool, then the rule and the network.
+veth pairs) and the bridge, each container disconnected from the management network one after the other and
+then all force-removed on the pool (as Lab does: removed in parallel while still attached, Docker's endpoint
+bookkeeping can race and leave the network counting endpoints nobody has), then the rule and the network.
 
 Why it is a fair floor: it reaches the same end state, proven by the same ping, on the same machine in the same
 run, with the same degree of parallelism and the same tools underneath (Engine API, iproute2, tc, ethtool). It
 leaves out only what protolab adds on top of that end state: the ownership ledger (the floor's records are
 written before its timer starts and confirmed after it stops), the lab-state lock, the sweep of dead runs and
 the check for foreign objects, the backend probe, Mininet's per-node shells and its one-command-at-a-time
-configuration, docker-py's extra inspects, and sequential removal. So protolab / floor is the factor
-protolab's own machinery costs. It is a floor for this way of building a lab, not an absolute bound: netlink
+configuration, docker-py's extra inspects, and its ledger sweep verifying each removal. So protolab / floor is
+the factor protolab's own machinery costs. It is a floor for this way of building a lab, not an absolute bound: netlink
 without processes, or more threads, could go lower still.
 
 Every method's run has its own ownership ledger (run `bench-floor-<method>`, swept and deleted after each run, so
@@ -310,6 +312,8 @@ def floor_once(client: Any, run: Run, t: Topology) -> dict[str, Any]:
     code, _, _ = exec_in(first, ["ping", "-c", "1", "-W", "2", hosts[-1].ip.split("/")[0]], 15, hosts[0].name)
     t3 = time.monotonic()
     batch("ip", [f"link del dev {h.port}" for h in hosts] + [f"link del dev {bridge}"])
+    for h in hosts:  # one after the other, then removed in parallel: as the lab does (Lab._remove_containers)
+        api.disconnect_container_from_network(h.id, naming.MGMT_NETWORK, force=True)
     parallel(lambda h: api.remove_container(h.id, force=True), hosts)
     for e in around:
         if e["kind"] == "rule":

@@ -363,6 +363,7 @@ class Lab:
             impair.Linkem.stop_all()
         except Exception as exc:
             self.teardown_failures.append(f"stopping the link emulators: {exc}")
+        self._remove_containers()
         self.teardown_failures += self.ledger.sweep(self.ledger.scope, ownership.Context(self.client))
         self.link_ends.clear()
         self.nodes.clear()
@@ -371,6 +372,31 @@ class Lab:
             impair.set_ledger(None)
             ownership.LOCK.release()
         self.timings["teardown_seconds"] = time.monotonic() - t0
+
+    def _remove_containers(self) -> None:
+        """The lab's containers, in parallel and without corrupting the engine: first each one disconnected from
+        the management network, one after the other (Docker's endpoint bookkeeping races when containers on one
+        network are removed in parallel and can then count endpoints nobody has; see dockerhost.remove_network),
+        then all removed in parallel. The ledger sweep that follows closes their entries (it finds them gone) and
+        removes any that a failure here left."""
+        nodes = [n for n in self.nodes.values() if n.container is not None]
+        if not nodes:
+            return
+        try:
+            net = self.client.networks.get(naming.MGMT_NETWORK)
+        except docker.errors.DockerException:
+            net = None
+        if net is not None:
+            for n in nodes:
+                with contextlib.suppress(docker.errors.DockerException):
+                    net.disconnect(n.container.id, force=True)
+
+        def remove(n: NodeRuntime) -> None:
+            with contextlib.suppress(docker.errors.DockerException):
+                n.container.remove(force=True)
+
+        with ThreadPoolExecutor(max_workers=8) as pool:
+            list(pool.map(remove, nodes))
 
     # -- steps -----------------------------------------------------------------------------------
     def _refuse_untyped(self) -> None:
