@@ -22,9 +22,6 @@ from typing import Any
 from bench import OUT
 
 COMMITTED = Path(__file__).resolve().parent / "results"
-# result file name prefix -> the benchmark it belongs to
-PREFIXES = {"deploy-floor": "deploy-floor", "deploy": "deploy", "multihost": "multihost", "impair": "impair",
-            "spims": "spims", "go": "go"}  # fmt: skip
 
 
 @dataclass
@@ -135,12 +132,12 @@ def newest(out: Path, since: dt.datetime | None) -> dict[str, tuple[Path, dict[s
     found: dict[str, tuple[dt.datetime, Path]] = {}
     for f in out.glob("*.json"):
         m = re.fullmatch(r"(.+)-(\d{8}T\d{6}Z)\.json", f.name)
-        if not m or m.group(1) not in PREFIXES:
+        if not m or m.group(1) not in FIGURES:  # a result file is named after its benchmark
             continue
         at = dt.datetime.strptime(m.group(2), "%Y%m%dT%H%M%SZ").replace(tzinfo=dt.UTC)
         if since and at < since.replace(microsecond=0):
             continue
-        name = PREFIXES[m.group(1)]
+        name = m.group(1)
         if name not in found or at > found[name][0]:
             found[name] = (at, f)
     return {name: (f, json.loads(f.read_text())) for name, (_, f) in found.items()}
