@@ -499,6 +499,7 @@ class ExperimentRun:
                     self.skipped.append(line)
                     print(f"  skipped: {line}", flush=True)
             row.update(figures)
+            self.invalid += [f"{point.id} rep {rep} ({point.label()}): task {t.name}: {why}" for why in r.invalid]
             if r.skipped:
                 continue
             row.update(r.fault_edges(out.events))  # probes that can see outages compare them with the events

@@ -180,6 +180,9 @@ class WorkloadRunner(Generic[T]):
         # why the task measured nothing (e.g. a transport this kernel lacks): its columns are None, the run stays
         # valid and says so in one line (summary.json "skipped")
         self.skipped: str | None = None
+        # why the task's measurement is not of what the spec asked for (e.g. a sender that fell behind its rate and
+        # caught up in a burst): each makes the measurement invalid, named with the point
+        self.invalid: list[str] = []
         self.sysctls_set: dict[str, dict[str, str]] = {}  # the task's sysctls per node, as read back (the phase's)
 
     def prepare(self) -> None:

@@ -3,7 +3,9 @@
 Columns: `<task>_goodput_bits_per_second` (application payload delivered, from the receiver's report),
 `<task>_packets_per_second`, `<task>_loss_ratio` and the datagram counts `<task>_{sent,lost}_total` (for
 binomial checks) for UDP, with `<task>_handshake_retries_total` (iperf3 3.12 opens a UDP test with one datagram
-each way; on a lossy link it is restarted, and the measurement window moves to the attempt that ran),
+each way; on a lossy link it is restarted, and the measurement window moves to the attempt that ran) and
+`<task>_sender_ahead_seconds` (the most the sender ran ahead of its rate: iperf3 keeps its average from the test's
+start, so a start held up by a lost control message comes out as one burst; beyond noise the measurement is invalid),
 `<task>_retransmits_total` for TCP.
 """
 
@@ -43,6 +45,7 @@ class Iperf3Task(ClientServerTask):
         if self.protocol == "udp":
             cols += [f"{self.name}_packets_per_second", f"{self.name}_loss_ratio"]
             cols += [f"{self.name}_sent_total", f"{self.name}_lost_total", f"{self.name}_handshake_retries_total"]
+            cols += [f"{self.name}_sender_ahead_seconds"]
         else:
             cols += [f"{self.name}_retransmits_total"]
         return cols

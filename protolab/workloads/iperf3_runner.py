@@ -15,6 +15,14 @@ from .iperf3 import Iperf3Task
 
 HANDSHAKE_ERROR = "unable to read from stream socket"
 UDP_HANDSHAKE_RETRIES = 2
+# A UDP sender's schedule is read in its own report, at iperf3's finest interval.
+UDP_REPORT_INTERVAL_S = 0.1
+# How far ahead of its rate a UDP sender may run over any stretch of its test, beyond two datagrams (the report
+# counts whole datagrams): iperf3 paces on a 1 ms timer. Measured here, iperf3 3.12 over a lab link, 8 s tests
+# (2026-11-28, 2-core Xeon VM): at most 6.5 ms at 1.4 Mbit/s over 16 tests (under one 1400 B datagram's 8 ms),
+# 3.5 ms at 50 Mbit/s over 12 and 3.1 ms at 200 Mbit/s over 5; a start held up by a lost control message (TCP's
+# retransmission on a 270 ms path with loss on the way back): 0.65-1.06 s.
+SENDER_AHEAD_BOUND_S = 0.02
 
 
 class Iperf3Runner(WorkloadRunner[Iperf3Task]):
@@ -26,6 +34,7 @@ class Iperf3Runner(WorkloadRunner[Iperf3Task]):
         self.client_report: dict[str, Any] = {}
         self.server_report: dict[str, Any] = {}
         self.retries = 0
+        self.ahead: float | None = None  # UDP: the most the sender ran ahead of its rate (sender_ahead_seconds)
 
     def prepare(self) -> None:
         t = self.task
@@ -89,6 +98,8 @@ class Iperf3Runner(WorkloadRunner[Iperf3Task]):
             cmd += ["-b", f"{int(t.rate * t.overdrive)}"]
         if t.length is not None:
             cmd += ["-l", str(t.length)]
+        if t.protocol == "udp":
+            cmd += ["-i", f"{UDP_REPORT_INTERVAL_S:g}"]
         for attempt in range(UDP_HANDSHAKE_RETRIES + 1):
             self.started = time.time()
             watch = self._watch_start(t.duration + 30)
@@ -111,6 +122,23 @@ class Iperf3Runner(WorkloadRunner[Iperf3Task]):
             raise WorkloadError(f"iperf3 task {t.name}: server on {t.server} did not finish")
         scode, sout, serr = self._server_out
         self.server_report = json_report(sout, f"iperf3 server {t.name} on {t.server}", scode, serr, check_exit=False)
+        if t.protocol == "udp":
+            self._check_schedule()
+
+    def _check_schedule(self) -> None:
+        """A UDP sender that ran ahead of its rate by more than noise makes the measurement invalid: the load it
+        offered was not the one asked for."""
+        t = self.task
+        rate = (t.rate or 0) * t.overdrive
+        self.ahead = sender_ahead_seconds(self.client_report, rate)
+        bound = 2 * 8 * (t.length or 1400) / rate + SENDER_AHEAD_BOUND_S if rate else 0.0
+        if self.ahead is not None and self.ahead > bound:
+            self.invalid.append(
+                f"the UDP sender on {t.client} ran {self.ahead:.3f} s ahead of its {rate / 1e3:g} kbit/s (bound "
+                f"{bound:.3f} s): iperf3 keeps its average rate from the test's start, so a sender held up (e.g. by a "
+                "control message lost on a lossy path) sends what it missed in one burst, and the offered load was "
+                "not constant"
+            )
 
     def raw(self) -> dict[str, Any]:
         return {"client": self.client_report, "server": self.server_report, "handshake_retries": self.retries}
@@ -129,9 +157,28 @@ class Iperf3Runner(WorkloadRunner[Iperf3Task]):
                 f"{t.name}_sent_total": s.get("packets"),
                 f"{t.name}_lost_total": s.get("lost_packets"),
                 f"{t.name}_handshake_retries_total": self.retries,
+                f"{t.name}_sender_ahead_seconds": self.ahead,
             }
         sent = self.client_report.get("end", {}).get("sum_sent", {})
         return {
             f"{t.name}_goodput_bits_per_second": received.get("bits_per_second"),
             f"{t.name}_retransmits_total": sent.get("retransmits"),
         }
+
+
+def sender_ahead_seconds(report: dict[str, Any], rate_bps: float) -> float | None:
+    """The most a sender sent above `rate_bps` over any stretch of its report's intervals, in seconds of data at
+    that rate: max over j < k of (bytes sent in (t_j, t_k]) - rate * (t_k - t_j). A sender that keeps its average
+    since the start sends what a hold-up cost it at once, and this is that burst. None without intervals or rate."""
+    intervals = report.get("intervals") or []
+    if not intervals or rate_bps <= 0:
+        return None
+    per_second = rate_bps / 8
+    sent, behind_most, ahead = 0, 0.0, 0.0  # behind_most: the most it was behind its schedule so far (bytes)
+    for iv in intervals:
+        s = iv.get("sum", {})
+        sent += int(s.get("bytes", 0))
+        behind = per_second * float(s.get("end", 0.0)) - sent
+        ahead = max(ahead, behind_most - behind)
+        behind_most = max(behind_most, behind)
+    return ahead / per_second
