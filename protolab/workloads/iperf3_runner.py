@@ -19,7 +19,7 @@ UDP_HANDSHAKE_RETRIES = 2
 UDP_REPORT_INTERVAL_S = 0.1
 # How far ahead of its rate a UDP sender may run over any stretch of its test, beyond two datagrams (the report
 # counts whole datagrams): iperf3 paces on a 1 ms timer. Measured here, iperf3 3.12 over a lab link, 8 s tests
-# (2026-11-28, 2-core Xeon VM): at most 6.5 ms at 1.4 Mbit/s over 16 tests (under one 1400 B datagram's 8 ms),
+# (2026-11-28, 2-core Xeon VM): at most 6.5 ms at 1.4 Mbit/s over 15 tests (under one 1400 B datagram's 8 ms),
 # 3.5 ms at 50 Mbit/s over 12 and 3.1 ms at 200 Mbit/s over 5; a start held up by a lost control message (TCP's
 # retransmission on a 270 ms path with loss on the way back): 0.65-1.06 s.
 SENDER_AHEAD_BOUND_S = 0.02
