@@ -77,9 +77,11 @@ def static() -> dict[str, Any]:
         "memory_bytes": psutil.virtual_memory().total,
         "sysctls": sysctls,
         "transports": transports(),
-        "lab_interfaces": "segmentation offloads (tso, gso, gro, lro) turned off on every lab interface (one frame "
-        "is one frame to the counters and shapers); each interface's state as `ethtool -k` read it back after the "
-        "deploy: deployments[].offloads",
+        "lab_interfaces": "segmentation offloads (tso, gso, gro, lro, tx-udp-segmentation) turned off on every lab "
+        "interface (one frame is one frame to the counters), GRO back on at node ends when receive work is charged "
+        "to the node (it merges a TCP flow's frames, as a NIC does); every shaper cuts a merged packet back into "
+        "frames before it paces them; each interface's state as `ethtool -k` read it back after the deploy: "
+        "deployments[].offloads",
     }
 
 

@@ -132,8 +132,9 @@ class Backend:
         return False
 
     def shape(self, dev: Endpoint, imp: Impairment, leaf: list[str] | None = None) -> None:
-        """HTB root with the rate (if any), and a leaf qdisc (netem args, or a pfifo sized for the rate); with
-        `queue: dscp` two HTB classes under the rate instead, the marked one served first (_priority_classes)."""
+        """HTB root with the rate (if any), and a leaf qdisc (netem args, or a pfifo sized for the rate) behind a
+        frame splitter (_leaf); with `queue: dscp` two HTB classes under the rate instead, the marked one served
+        first (_priority_classes)."""
         run(dev.cmd("tc", "qdisc", "del", "dev", dev.intf, "root"), check=False)
         if imp.queue == "dscp":
             _priority_classes(dev, imp, leaf or ["pfifo", "limit", str(imp.queue_limit())])
@@ -142,13 +143,42 @@ class Backend:
             run(dev.cmd("tc", "qdisc", "add", "dev", dev.intf, "root", "handle", "1:", "htb", "default", "1"))
             run(dev.cmd("tc", "class", "add", "dev", dev.intf, "parent", "1:", "classid", "1:1", "htb",
                         *_rate_args(imp.rate)))  # fmt: skip
-            parent = ["parent", "1:1", "handle", "10:"]
+            parent = ["parent", "1:1"]
         else:
-            parent = ["root", "handle", "10:"]
+            parent = ["root"]
         if leaf:
-            run(dev.cmd("tc", "qdisc", "add", "dev", dev.intf, *parent, *leaf))
+            _leaf(dev, parent, "10", leaf)
         elif imp.rate:
-            run(dev.cmd("tc", "qdisc", "add", "dev", dev.intf, *parent, "pfifo", "limit", str(imp.queue_limit())))
+            _leaf(dev, parent, "10", ["pfifo", "limit", str(imp.queue_limit())])
+
+
+SPLIT_RATE = "1tbit"  # the frame splitter's own rate: its one-frame bucket refills in ~12 ns, it holds nothing back
+ETHERNET_HEADER_BYTES = 14
+
+
+def frame_bytes(dev: Endpoint) -> int:
+    """The longest frame `dev` sends: its MTU and an Ethernet header, at least MTU_FRAME_BYTES."""
+    try:
+        links = json.loads(run(dev.cmd("ip", "-j", "link", "show", "dev", dev.intf), timeout=10))
+        return max(MTU_FRAME_BYTES, int(links[0]["mtu"]) + ETHERNET_HEADER_BYTES)
+    except (CommandError, ValueError, LookupError, TypeError):
+        return MTU_FRAME_BYTES
+
+
+def _leaf(dev: Endpoint, parent: list[str], handle: str, leaf: list[str]) -> None:
+    """`leaf` (handle `<handle>:`) under `parent`, behind a frame splitter (handle `f<handle>:`).
+
+    A packet reaches a shaper whole as the kernel built it: a UDP GSO send (QUIC's) of up to 64 KB, or a TCP
+    flow's frames merged by GRO at a forwarding node (on under receive_cpu `node`). HTB charges its bytes but
+    sends it at once, so a 64 kbit/s link passed 10 KB in one go and a transfer beat the link's rate. The
+    splitter is a tbf whose bucket holds one frame at a rate no link has: the kernel cuts any longer packet
+    into its frames as it enters (tbf_segment) and queues them in `leaf` one by one, so the rate above paces
+    frames, as on a wire. A frame that is not an aggregate is never longer than its bucket."""
+    frame = str(frame_bytes(dev))
+    split = f"f{handle}"
+    run(dev.cmd("tc", "qdisc", "add", "dev", dev.intf, *parent, "handle", f"{split}:", "tbf", "rate", SPLIT_RATE,
+                "burst", frame, "limit", frame))  # fmt: skip
+    run(dev.cmd("tc", "qdisc", "add", "dev", dev.intf, "parent", f"{split}:1", "handle", f"{handle}:", *leaf))
 
 
 PRIORITY_DSCP = (46, 48, 56)  # EF, CS6, CS7: what a `queue: dscp` link sends first
@@ -168,7 +198,7 @@ def _priority_classes(dev: Endpoint, imp: Impairment, leaf: list[str]) -> None:
         args[1] = f"{int(assured)}bit"
         run(dev.cmd("tc", "class", "add", "dev", dev.intf, "parent", "1:1", "classid", f"1:{cls}", "htb", *args,
                     "prio", prio))  # fmt: skip
-        run(dev.cmd("tc", "qdisc", "add", "dev", dev.intf, "parent", f"1:{cls}", "handle", f"{cls}:", *leaf))
+        _leaf(dev, ["parent", f"1:{cls}"], cls, leaf)
     for dscp in PRIORITY_DSCP:
         tos = f"0x{dscp << 2:02x}"
         for prio, proto, match in (("1", "ip", ["ip", "dsfield", tos, "0xfc"]),

@@ -183,10 +183,12 @@ def node_classes():
     return ContainerHost, Bridge, link.Link, link.TCLink
 
 
-OFFLOADS = ["tso", "gso", "gro", "lro"]
+# tx-udp-segmentation: a UDP GSO send (QUIC's) stays one packet to a device that has it, however many datagrams
+OFFLOADS = ["tso", "gso", "gro", "lro", "tx-udp-segmentation"]
 # ethtool -k's names for them
 OFFLOAD_FEATURES = {"tcp-segmentation-offload": "tso", "generic-segmentation-offload": "gso",
-                    "generic-receive-offload": "gro", "large-receive-offload": "lro"}  # fmt: skip
+                    "generic-receive-offload": "gro", "large-receive-offload": "lro",
+                    "tx-udp-segmentation": "tx-udp-segmentation"}  # fmt: skip
 
 
 def _frames_not_superpackets(intf: str, pid: int | None = None) -> None:
@@ -200,7 +202,7 @@ def _frames_not_superpackets(intf: str, pid: int | None = None) -> None:
 
 
 def parse_offloads(text: str) -> dict[str, str]:
-    """`ethtool -k` output -> tso, gso, gro, lro -> its state as ethtool prints it ('off', 'on', 'off [fixed]')."""
+    """`ethtool -k` output -> each of OFFLOADS -> its state as ethtool prints it ('off', 'on', 'off [fixed]')."""
     out = {}
     for line in text.splitlines():
         name, sep, state = line.strip().partition(":")
@@ -721,7 +723,7 @@ class Lab:
 
     def offloads(self) -> dict[str, dict[str, str]]:
         """Every lab link end's segmentation offloads as the kernel has them now (`ethtool -k` read back, not what
-        was asked): 'node:interface' -> tso, gso, gro, lro -> 'off', 'on', 'off [fixed]' ... (for the manifest)."""
+        was asked): 'node:interface' -> each of OFFLOADS -> 'off', 'on', 'off [fixed]' ... (for the manifest)."""
         return {f"{node}:{end.intf}": read_offloads(end) for node, end in self._ends()}
 
     def interface_counters(self) -> dict[str, dict[str, int]]:

@@ -6,7 +6,9 @@ A backend the kernel lacks (netem without sch_netem) is skipped with the probe's
 from __future__ import annotations
 
 import json
+import subprocess
 import time
+from concurrent.futures import ThreadPoolExecutor
 
 import pytest
 from scipy.stats import binomtest
@@ -170,3 +172,67 @@ def test_a_dscp_queue_lets_marked_packets_past_a_full_queue(name, no_leftovers):
         assert rtt["0x00"] > 0.1, rtt  # behind the flow
         assert rtt["0xb8"] < 0.02, rtt  # ahead of it
         print(f"median RTT unmarked {rtt['0x00'] * 1e3:.1f} ms, EF {rtt['0xb8'] * 1e3:.2f} ms")
+
+
+SAT_RATE = 64e3  # bit/s: a frame takes 190 ms, a merged 10 KB packet sent at once stands out by a second's worth
+
+
+def _tx(pid: int, intf: str) -> tuple[float, int, int, float]:
+    """(time before the read, tx bytes, tx packets, time after it) of `intf` in `pid`'s network namespace."""
+    before = time.monotonic()
+    for line in open(f"/proc/{pid}/net/dev"):  # noqa: SIM115 (a /proc file, read at once)
+        name, _, fields = line.partition(":")
+        if name.strip() == intf:
+            f = fields.split()
+            return before, int(f[8]), int(f[9]), time.monotonic()
+    raise AssertionError(f"{intf} not in /proc/{pid}/net/dev")
+
+
+def _htb_packets(lab: Lab, node: str, intf: str) -> int:
+    """Packets the HTB root of `intf` sent (the kernel counts a merged packet as its frames)."""
+    out = subprocess.run(["nsenter", "-t", str(lab.nodes[node].pid), "-n", "tc", "-s", "-j", "qdisc", "show", "dev",
+                          intf], capture_output=True, text=True, check=True, timeout=10).stdout  # fmt: skip
+    return next(q["packets"] for q in json.loads(out) if q["kind"] == "htb")
+
+
+@pytest.mark.parametrize("name", ["netem", "fallback"])
+def test_a_shaped_link_paces_frames_even_when_a_router_merged_them(name, no_leftovers):
+    """A TCP flow h1 -> r1 -> r2 -> h2: r1's receiving interface merges the flow's frames (GRO, on at node ends
+    for receive CPU), so they meet r1's 64 kbit/s shaper as packets of up to 64 KB. HTB sends a packet while its
+    tokens last, so unsplit, 10 KB crossed the link at once (a 20 KB transfer beat the link's rate by 1.5x).
+    The link must pace frames: over every span of the transfer of 1 to 3 s, r1 sends at most the rate
+    times the span plus its bucket and one frame (HTB's own allowance), and every frame leaves as a packet."""
+    backend = _backend(name)
+    t = topo.build("satellite", {"hosts": 1, "sat_rate": f"{SAT_RATE / 1e3:.0f}kbit", "delay": "0ms"})
+    with Lab(t, "itest", {h.name: "protolab/node:latest" for h in t.hosts}, backend=backend) as lab:
+        pid, intf = lab.nodes["r1"].pid, "r1-eth0"  # r1's end of the satellite link (topology's first link)
+        lab.nodes["h2"].container.exec_run(["iperf3", "-s", "-1"], detach=True)
+        time.sleep(0.4)
+        samples = [_tx(pid, intf)]
+        htb0 = _htb_packets(lab, "r1", intf)
+        with ThreadPoolExecutor(1) as pool:
+            client = pool.submit(lab.exec, "h1", ["iperf3", "-c", "10.0.2.1", "-n", "48K"], 30)
+            while not client.done():
+                samples.append(_tx(pid, intf))
+                time.sleep(0.02)
+        code, out, err = client.result()
+        assert code == 0, out + err
+        deadline = time.monotonic() + 15
+        while samples[-1][1] != samples[-1 - 50][1]:  # until r1's queue (20 frames, 3.8 s) has left: 1 s idle
+            assert time.monotonic() < deadline, "r1 still sending 15 s after the flow ended"
+            samples.append(_tx(pid, intf))
+            time.sleep(0.02)
+        htb1 = _htb_packets(lab, "r1", intf)
+    frame = 1514
+    worst, at = 0.0, ""
+    for i, (before_i, bytes_i, _, _) in enumerate(samples):
+        for _, bytes_j, _, after_j in samples[i + 1 :]:
+            span = after_j - before_i  # at least the time between the two reads
+            if 1.0 <= span <= 3.0:  # a merged packet sent at once stands out; longer spans only dilute it
+                allowed = SAT_RATE / 8 * span + 2 * frame
+                if (bytes_j - bytes_i) / allowed > worst:
+                    worst, at = (bytes_j - bytes_i) / allowed, f"{bytes_j - bytes_i} B in {span:.2f} s"
+    assert samples[-1][1] - samples[0][1] > 4 * SAT_RATE / 8, "the flow hardly used the link"
+    assert worst <= 1.0, f"r1 sent {at}: {worst:.2f}x what a {SAT_RATE / 1e3:.0f} kbit/s link allows"
+    sent = samples[-1][2] - samples[0][2]
+    assert sent == htb1 - htb0, f"{htb1 - htb0} frames through the shaper left as {sent} packets"

@@ -178,3 +178,35 @@ def test_ifb_names_follow_the_side_not_the_pid():
     assert here.intf == there.intf and here.intf.startswith("plab-i") and len(here.intf) <= 15
     assert (there.pid, there.host_side) == (4242, True) and here.pid is None
     assert (node.intf, node.pid, node.host_side) == ("h1-eth0i", 4242, False)
+
+
+def _shape_cmds(monkeypatch, imp: Impairment, leaf: list[str] | None = None, mtu: int = 1500) -> list[list[str]]:
+    cmds: list[list[str]] = []
+
+    def run(cmd, check=True, timeout=120, input=None):
+        cmds.append(cmd)
+        return f'[{{"ifname": "x", "mtu": {mtu}}}]' if cmd[:2] == ["ip", "-j"] else ""
+
+    monkeypatch.setattr(impair, "run", run)
+    impair.Backend().shape(impair.Endpoint("x"), imp, leaf)
+    return [c for c in cmds if c[:3] == ["tc", "qdisc", "add"]]
+
+
+def test_every_leaf_sits_behind_a_one_frame_splitter(monkeypatch):
+    """A tbf whose bucket is one frame cuts merged packets into frames before the leaf, under the rate's class."""
+    q = _shape_cmds(monkeypatch, Impairment(rate="64kbit"))
+    assert q[1][q[1].index("parent") :] == ["parent", "1:1", "handle", "f10:", "tbf", "rate", impair.SPLIT_RATE,
+                                            "burst", "1514", "limit", "1514"]  # fmt: skip
+    assert q[2][q[2].index("parent") :][:4] == ["parent", "f10:1", "handle", "10:"] and "pfifo" in q[2]
+    # no rate: netem (the netem backend) behind a splitter at the root, still handle 10: for a step change
+    q = _shape_cmds(monkeypatch, Impairment(delay="20ms"), ["netem", "delay", "20000us"], mtu=9000)
+    assert q[0][5:10] == ["root", "handle", "f10:", "tbf", "rate"] and q[0][q[0].index("burst") + 1] == "9014"
+    assert q[1][5:] == ["parent", "f10:1", "handle", "10:", "netem", "delay", "20000us"]
+    # a dscp queue: each class's leaf behind its own splitter
+    q = _shape_cmds(monkeypatch, Impairment(rate="10Mbit", queue="dscp"))
+    assert [c[c.index("handle") + 1] for c in q] == ["1:", "f10:", "10:", "f20:", "20:"]
+
+
+def test_a_frame_is_at_least_a_standard_ethernet_frame_when_the_mtu_is_unreadable(monkeypatch):
+    monkeypatch.setattr(impair, "run", lambda cmd, check=True, timeout=120, input=None: "not json")
+    assert impair.frame_bytes(impair.Endpoint("x")) == 1514
