@@ -19,6 +19,7 @@ import itertools
 import json
 import logging
 import os
+import re
 import zlib
 from dataclasses import dataclass
 from pathlib import Path
@@ -241,9 +242,8 @@ def held_entry(n: int) -> tuple[int, str]:
     return n * 1514, f"{n} packets held"
 
 
-def held_packets(control: Path, timeout: float) -> int:
-    """How many packets the link emulator on this control socket holds (0 when it does not answer: the helpers'
-    watch names it; it holds nothing it can release)."""
+def linkem_metrics(control: Path, timeout: float) -> str | None:
+    """The /metrics text of the link emulator on this control socket, None when it does not answer."""
     from .helperproc import UnixHTTPConnection
 
     conn = UnixHTTPConnection(control, timeout=timeout)
@@ -252,10 +252,43 @@ def held_packets(control: Path, timeout: float) -> int:
         resp = conn.getresponse()
         status, text = resp.status, resp.read().decode(errors="replace")
     except OSError:
-        return 0
+        return None
     finally:
         conn.close()
-    return parse_held_packets(text) if status == 200 else 0
+    return text if status == 200 else None
+
+
+def held_packets(control: Path, timeout: float) -> int:
+    """How many packets the link emulator on this control socket holds (0 when it does not answer: the helpers'
+    watch names it; it holds nothing it can release)."""
+    text = linkem_metrics(control, timeout)
+    return parse_held_packets(text) if text is not None else 0
+
+
+# what a link emulator counts as lost, by cause: its metric's label value -> what the self-check calls it
+DROP_CAUSES = {"dropped": "loss model", "overflow": "held-packet limit", "queue_full": "kernel queue full",
+               "socket_full": "kernel socket full"}  # fmt: skip
+_DROP_LINE = re.compile(r'^protolab_linkem_(?:packets_total|kernel_dropped_packets_total)\{(?:action|cause)="(\w+)",'
+                        r'link="([^"]*)"\} (\S+)$', re.M)  # fmt: skip
+
+
+def parse_drops(metrics: str) -> dict[str, dict[str, int]]:
+    """protolab-linkem's losses from its /metrics text: {link: {cause: packets}} for the causes in DROP_CAUSES."""
+    out: dict[str, dict[str, int]] = {}
+    for cause, link, value in _DROP_LINE.findall(metrics):
+        if cause in DROP_CAUSES:
+            out.setdefault(link, {})[cause] = int(float(value))
+    return out
+
+
+def linkem_drops(sockets: list[tuple[str, Path]], timeout: float = 2.0) -> dict[str, dict[str, int]]:
+    """Every link emulator's losses by cause (parse_drops) over these control sockets; one that does not answer
+    is left out."""
+    out: dict[str, dict[str, int]] = {}
+    for _name, path in sockets:
+        if (text := linkem_metrics(path, timeout)) is not None:
+            out |= parse_drops(text)
+    return out
 
 
 class Linkem(HelperProcess):

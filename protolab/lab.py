@@ -726,6 +726,11 @@ class Lab:
         was asked): 'node:interface' -> each of OFFLOADS -> 'off', 'on', 'off [fixed]' ... (for the manifest)."""
         return {f"{node}:{end.intf}": read_offloads(end) for node, end in self._ends()}
 
+    def emulator_drops(self) -> dict[str, dict[str, int]]:
+        """This process's link emulators' losses by cause (impair.parse_drops): what the self-check sets beside
+        the requests it saw go unanswered."""
+        return impair.linkem_drops([(lk.name, lk.control) for lk in list(impair.Linkem._running.values())])
+
     def interface_counters(self) -> dict[str, dict[str, int]]:
         """Every lab link end's counters now: 'node:interface' -> rx_bytes, rx_packets, tx_bytes, tx_packets."""
         return counters_of(self._ends())

@@ -324,7 +324,7 @@ class Keeper:
                 return self._check(int(req.get("family", 4)))
             if op == "read":  # what a run reads of the lab here, for a machine that cannot read this host itself
                 what = {"counters": self.lab.interface_counters, "offloads": self.lab.offloads, "guard": self._guard,
-                        "held": self._held}  # fmt: skip
+                        "held": self._held, "drops": self.lab.emulator_drops}  # fmt: skip
                 if req.get("what") not in what:
                     raise LabError(f"read: {req.get('what')!r} is not one of {', '.join(what)}")
                 return {"ok": True, "value": what[req["what"]]()}

@@ -424,6 +424,17 @@ class _View:
             out |= {f"{h} {name}": (int(n), str(what)) for name, (n, what) in held.items()}
         return out
 
+    def emulator_drops(self) -> dict[str, dict[str, int]]:
+        """The link emulators' losses by cause (impair.parse_drops): a part's here read on its sockets, a part's on
+        a host reached over SSH asked of its keeper."""
+        from .impair import linkem_drops
+
+        out = linkem_drops(self.linkem_sockets())
+        for part in self.lab.parts.values():
+            if part.remote:
+                out |= part.request("read", what="drops")["value"]
+        return out
+
     def _read_remote(self, what: str) -> dict[str, Any]:
         out: dict[str, Any] = {}
         for part in self.lab.parts.values():

@@ -14,7 +14,9 @@ the other and with nothing else running:
   99.9 % exact binomial interval of the requests that went unanswered. The RTT's standard deviation is
   reported beside the configured jitter (root-sum-square along the path), not checked: realized jitter
   is a report, not a promise. Bursty (Gilbert-Elliott) loss is reported without the interval check: its
-  losses are not independent;
+  losses are not independent. The requests that went unanswered are named (in runs), and beside them what each of
+  the lab's link emulators counted lost over the series, by cause (its loss model, its held-packet limit, the
+  kernel's queue or socket), so a loss no emulator counted shows as one;
 - rate (when the spec sets one on the path): UDP at 1.2 x the path rate; the shaping device's transmit
   counter, sampled every 100 ms, over the steady middle of the stream, within 3 %.
 
@@ -39,6 +41,7 @@ from .shell import run
 from .topo import v6_address
 from .workloads.iperf3 import Iperf3Task
 from .workloads.iperf3_runner import Iperf3Runner
+from .workloads.ping_runner import Echo
 from .workloads.ping_runner import parse as parse_ping
 from .workloads.ping_runner import summary as ping_summary
 
@@ -197,9 +200,9 @@ def _path_rate(lab: Any, p: ProbePath) -> float | None:
 
 def measure_echo(
     lab: Any, p: ProbePath, want: Expected, count: int | None = None
-) -> tuple[int, list[float], tuple[float, float] | None]:
-    """(requests sent, RTTs of the answered ones, ping's own (mean, deviation) to the microsecond); requests at
-    most a tenth of the path's rate."""
+) -> tuple[int, list[Echo], tuple[float, float] | None]:
+    """(requests sent, the answered ones, ping's own (mean, deviation) to the microsecond); requests at most a
+    tenth of the path's rate."""
     rate = _path_rate(lab, p)
     interval = max(PING_INTERVAL, 10 * PING_FRAME * 8 / rate) if rate else PING_INTERVAL
     wait = max(1, math.ceil(2 * want.rtt_seconds + 4 * want.jitter_seconds + 0.5))
@@ -211,7 +214,7 @@ def measure_echo(
     if code not in (0, 1):
         raise RuntimeError(f"self-check ping {p.src} -> {p.dst_ip}: exit {code}: {(err or out).strip()[-200:]}")
     sent, echoes = parse_ping(out)
-    return sent, [e.rtt for e in echoes], ping_summary(out)
+    return sent, echoes, ping_summary(out)
 
 
 def rtt_bound(rtt: float, sd: float, n: int, base: Base | None = None) -> float:
@@ -267,26 +270,81 @@ def _base_series(lab: Any, p: ProbePath, want: Expected) -> tuple[tuple[float, f
     try:
         for (a, b), (imp, at) in saved.items():
             lab.links.replace(a, b, imp.model_copy(update=PASS_THROUGH), at)
-        _sent, rtts, precise = measure_echo(lab, p, quick, count=BASE_COUNT)
+        _sent, echoes, precise = measure_echo(lab, p, quick, count=BASE_COUNT)
     finally:
         for (a, b), (imp, at) in saved.items():
             lab.links.replace(a, b, imp, at)
+    rtts = [e.rtt for e in echoes]
     if not rtts:
         return None, through
     mean, sd = precise or (statistics.fmean(rtts), statistics.pstdev(rtts))
     return (mean, sd, rtts), through
 
 
-def measure_echo_on_base(
-    lab: Any, p: ProbePath, want: Expected
-) -> tuple[int, list[float], tuple[float, float] | None, Base | None]:
+@dataclass
+class Echoes:
+    """The main series of a direction's check: requests sent, the answered ones, ping's own (mean, deviation),
+    the path's base around it, and what the lab's link emulators counted lost over it, by link and cause
+    (impair.parse_drops; None for a lab that cannot tell)."""
+
+    sent: int
+    echoes: list[Echo]
+    precise: tuple[float, float] | None
+    base: Base | None
+    drops: dict[str, dict[str, int]] | None
+
+    @property
+    def rtts(self) -> list[float]:
+        return [e.rtt for e in self.echoes]
+
+
+def _drops(lab: Any) -> dict[str, dict[str, int]] | None:
+    read = getattr(lab, "emulator_drops", None)
+    return read() if read else None
+
+
+def drops_over(before: dict[str, dict[str, int]] | None, after: dict[str, dict[str, int]] | None
+               ) -> dict[str, dict[str, int]] | None:  # fmt: skip
+    """What the emulators counted between two readings, the links and causes that counted any."""
+    if before is None or after is None:
+        return None
+    out = {link: {c: n - before.get(link, {}).get(c, 0) for c, n in causes.items()} for link, causes in after.items()}
+    return {link: d for link, causes in out.items() if (d := {c: n for c, n in causes.items() if n > 0})}
+
+
+def measure_echo_on_base(lab: Any, p: ProbePath, want: Expected) -> Echoes:
     """measure_echo between two series of the path's base (before and after, so the base's drift over the main
-    series is measured too); the Base is None when neither series had an answer."""
+    series is measured too; the Base is None when neither series had an answer), and the emulators' count of
+    what they lost over the main series."""
     first, through = _base_series(lab, p, want)
-    sent, rtts, precise = measure_echo(lab, p, want)
+    before = _drops(lab)
+    sent, echoes, precise = measure_echo(lab, p, want)
+    drops = drops_over(before, _drops(lab))
     second, _ = _base_series(lab, p, want)
     series = [s for s in (first, second) if s]
-    return sent, rtts, precise, Base.of(series, through) if series else None
+    return Echoes(sent, echoes, precise, Base.of(series, through) if series else None, drops)
+
+
+def lost_requests(sent: int, echoes: list[Echo], most: int = 12) -> str:
+    """The unanswered requests' numbers, runs joined ("#7, #40-48, #201"), at most `most` runs named."""
+    answered = {e.seq for e in echoes}
+    runs: list[list[int]] = []
+    for seq in range(1, sent + 1):
+        if seq in answered:
+            continue
+        if runs and runs[-1][1] == seq - 1:
+            runs[-1][1] = seq
+        else:
+            runs.append([seq, seq])
+    named = [f"#{a}" if a == b else f"#{a}-{b}" for a, b in runs[:most]]
+    return ", ".join(named) + (f" and {len(runs) - most} more runs" if len(runs) > most else "")
+
+
+def describe_drops(drops: dict[str, dict[str, int]]) -> str:
+    """The emulators' losses over a series in words: "3 by r2-eth0>r1-eth0's loss model" ..., or none."""
+    parts = [f"{n} by {link}'s {impair.DROP_CAUSES[c]}" for link, causes in sorted(drops.items())
+             for c, n in causes.items()]  # fmt: skip
+    return ", ".join(parts) if parts else "none"
 
 
 def check_direction(lab: Any, p: ProbePath, want: Expected) -> dict[str, Any]:
@@ -298,7 +356,8 @@ def check_direction(lab: Any, p: ProbePath, want: Expected) -> dict[str, Any]:
                             "loss_ratio": want.loss_ratio}  # fmt: skip
     meas: dict[str, Any] = {}
     conf["rtt_tolerance_seconds"] = max(DELAY_FLOOR, DELAY_TOLERANCE * want.rtt_seconds)
-    sent, rtts, precise, base = measure_echo_on_base(lab, p, want)
+    main = measure_echo_on_base(lab, p, want)
+    sent, rtts, precise, base = main.sent, main.rtts, main.precise, main.base
     if rtts:
         mean_rtt, sd = precise or (statistics.fmean(rtts), statistics.pstdev(rtts))
         meas |= {"rtt_mean_seconds": mean_rtt, "rtt_stddev_seconds": sd}
@@ -318,14 +377,21 @@ def check_direction(lab: Any, p: ProbePath, want: Expected) -> dict[str, Any]:
         out["failures"].append(f"no echo replies from {p.dst_ip} in {sent} requests")
     lost = sent - len(rtts)
     meas |= {"lost": lost, "sent": sent, "loss_ratio": lost / sent if sent else None}
+    if lost:
+        meas["lost_requests"] = lost_requests(sent, main.echoes)
+    if main.drops is not None:
+        meas["emulator_drops"] = main.drops
     if sent:
         lo, hi = binomial_interval(lost, sent, LOSS_CONFIDENCE)
         meas["loss_interval"] = [lo, hi]
         if want.bursty:
             out["notes"].append("bursty (Gilbert-Elliott) loss: reported, not checked against a binomial interval")
         elif not lo <= want.loss_ratio <= hi:
+            where = f"; unanswered: {meas['lost_requests']}" if lost else ""
+            if main.drops is not None:
+                where += f"; the link emulators lost over the series: {describe_drops(main.drops)}"
             out["failures"].append(f"loss {lost}/{sent}: configured {want.loss_ratio:.4%} is outside the "
-                                   f"{LOSS_CONFIDENCE:.1%} interval {lo:.4%}..{hi:.4%}")  # fmt: skip
+                                   f"{LOSS_CONFIDENCE:.1%} interval {lo:.4%}..{hi:.4%}{where}")  # fmt: skip
     if want.rate_bps:
         conf["rate_bps"] = want.rate_bps
         rate, how = measure_rate(lab, p, want)

@@ -225,3 +225,18 @@ def test_held_packets_are_asked_on_each_emulators_control_socket(tmp_path: Path)
         server.shutdown()
     # 42 packets, counted as full frames for the bound; an emulator that does not answer is the helpers' watch's
     assert left == {"linkem h1-eth0>h2-eth0": Left(42 * 1514, "42 packets held")}, left
+
+
+def test_an_emulators_drops_are_read_by_link_and_cause():
+    from protolab.impair import parse_drops
+
+    text = (
+        '# HELP protolab_linkem_packets_total x\nprotolab_linkem_held_packets{link="r1-eth1>x-eth1"} 4\n'
+        'protolab_linkem_kernel_dropped_packets_total{cause="queue_full",link="r1-eth1>x-eth1"} 2\n'
+        'protolab_linkem_kernel_dropped_packets_total{cause="socket_full",link="r1-eth1>x-eth1"} 0\n'
+        'protolab_linkem_packets_total{action="dropped",link="r1-eth1>x-eth1"} 6\n'
+        'protolab_linkem_packets_total{action="passed",link="r1-eth1>x-eth1"} 1386\n'
+        'protolab_linkem_packets_total{action="overflow",link="r2-eth0>x-eth2"} 1e+06\n'
+    )
+    assert parse_drops(text) == {"r1-eth1>x-eth1": {"queue_full": 2, "socket_full": 0, "dropped": 6},
+                                 "r2-eth0>x-eth2": {"overflow": 1000000}}  # fmt: skip

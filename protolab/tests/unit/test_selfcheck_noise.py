@@ -121,3 +121,58 @@ def test_base_of_two_series_pools_them_and_keeps_their_drift():
     assert b.mean == pytest.approx(0.0015) and b.n == 4 and b.drift == pytest.approx(0.001)
     assert b.sd == pytest.approx(math.sqrt(0.0001**2 + 0.0005**2))
     assert b.record()["p5_seconds"] == 0.0009 and b.record()["p95_seconds"] == 0.0021
+
+
+class LossyLab(FakeLab):
+    """FakeLab whose main series (the second of three) goes unanswered for `lost` requests, of which the link
+    emulator on h1->s1 counts `counted` as its loss model's (each reading of its counters adds what it lost)."""
+
+    def __init__(self, lost: set[int], counted: int) -> None:
+        super().__init__({("h1", "s1"): 0.010})
+        self.lost, self.counted, self.total = lost, counted, 0
+
+    def emulator_drops(self) -> dict:
+        if self.series == 2:  # read after the main series
+            self.total += self.counted
+        return {"h1-eth0>s1-eth1": {"dropped": self.total, "overflow": 0}, "s1-eth2>h2-eth0": {"dropped": 5}}
+
+    def exec(self, node: str, cmd: list[str]) -> tuple[int, str, str]:
+        code, out, err = super().exec(node, cmd)
+        if self.series != 2:
+            return code, out, err
+        keep = [ln for ln in out.splitlines() if not any(f"icmp_seq={s} " in ln for s in self.lost)]
+        return code, "\n".join(keep) + "\n", err
+
+
+def test_a_loss_miss_names_the_unanswered_requests_and_what_the_emulators_lost():
+    """9 requests lost in a run, 1 of them by the emulator's loss model: the miss says which requests and which
+    mechanism counted what, so a loss that no emulator counted shows as such."""
+    lab = LossyLab({7, *range(40, 48), 300}, counted=1)
+    res = _check(lab)
+    (failure,) = res["failures"]
+    assert failure.startswith("loss 10/1000: configured 0.0000% is outside the 99.9% interval"), failure
+    assert "; unanswered: #7, #40-47, #300; " in failure, failure
+    assert failure.endswith("the link emulators lost over the series: 1 by h1-eth0>s1-eth1's loss model"), failure
+    assert res["measured"]["emulator_drops"] == {"h1-eth0>s1-eth1": {"dropped": 1}}
+
+
+def test_a_lab_that_cannot_count_its_emulators_drops_says_only_what_went_unanswered():
+    lab = FakeLab({("h1", "s1"): 0.010})
+    res = _check(lab)
+    assert res["passed"] and "emulator_drops" not in res["measured"] and "lost_requests" not in res["measured"]
+
+
+def test_lost_requests_are_named_in_runs_and_capped():
+    from protolab.workloads.ping_runner import Echo
+
+    echoes = [Echo(s, 0.0, 0.001) for s in (2, 3, 6)]
+    assert selfcheck.lost_requests(7, echoes) == "#1, #4-5, #7"
+    assert selfcheck.lost_requests(7, echoes, most=2) == "#1, #4-5 and 1 more runs"
+    assert selfcheck.lost_requests(3, [Echo(s, 0.0, 0.001) for s in (1, 2, 3)]) == ""
+
+
+def test_drops_over_two_readings_keep_only_what_counted():
+    before = {"a": {"dropped": 3, "overflow": 0}}
+    after = {"a": {"dropped": 5, "overflow": 0}, "b": {"queue_full": 2, "socket_full": 0}}
+    assert selfcheck.drops_over(before, after) == {"a": {"dropped": 2}, "b": {"queue_full": 2}}
+    assert selfcheck.drops_over(None, after) is None and selfcheck.drops_over(before, None) is None
