@@ -23,7 +23,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 from .errors import ProtolabError
-from .model.impairment import GilbertElliott, Impairment, LinkImpairment
+from .model.impairment import GilbertElliott, Impairment, LinkImpairment, merge_over
 from .topo import Host, Link, Switch, Topology, v6_address
 from .units import format_duration, format_rate, parse_duration, parse_rate
 
@@ -115,16 +115,12 @@ def directions(impairments: Impairments | None) -> dict[Direction, tuple[Impairm
         if isinstance(item, Mapping) and "from" in item:  # the lab's `applied`
             out[(item["from"], item["to"])] = (_from_json(item.get("impairment", {})), item.get("at", "sender"))
             continue
-        li = item if isinstance(item, LinkImpairment) else LinkImpairment.model_validate(item)
-        given = {k: getattr(li, k) for k in li.model_fields_set if k not in ("link", "direction", "at")}
-        for d in li.directions():
-            base = out.get(d, (Impairment(), li.at))[0]
-            out[d] = (base.model_copy(update=given), li.at)
+        merge_over(out, item if isinstance(item, LinkImpairment) else LinkImpairment.model_validate(item))
     return out
 
 
 def _check_links(topology: Topology, keys: Iterable[Direction], what: str) -> None:
-    pairs = {(lk.node1, lk.node2) for lk in topology.links} | {(lk.node2, lk.node1) for lk in topology.links}
+    pairs = topology.linked()
     for a, b in keys:
         if (a, b) not in pairs:
             raise ValueError(f"{what} on {a} - {b}: topology {topology.kind} has no link between them")

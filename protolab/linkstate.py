@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any
 
 from . import impair
 from .impair import Endpoint
-from .model.impairment import Impairment, LinkImpairment
+from .model.impairment import Impairment, LinkImpairment, merge_over
 from .shell import run as run_command
 from .units import format_rate
 
@@ -41,11 +41,20 @@ def wanted_settings(topology: Topology, impairments: list[LinkImpairment]) -> di
             wanted[(lk.node1, lk.node2)] = (base, "sender")
             wanted[(lk.node2, lk.node1)] = (base, "sender")
     for item in impairments:
-        given = {k: getattr(item, k) for k in item.model_fields_set if k not in ("link", "direction", "at")}
-        for d in item.directions():
-            base = wanted.get(d, (Impairment(), item.at))[0]
-            wanted[d] = (base.model_copy(update=given), item.at)
+        merge_over(wanted, item)
     return wanted
+
+
+def step_changes(current: dict[Direction, Setting], link: Direction, direction: str,
+                 change: Impairment | None) -> list[tuple[Direction, Impairment, str]]:  # fmt: skip
+    """A step change's new settings: on each direction of `link` it names, the fields given in `change` replace
+    the current ones; (direction, impairment, where applied) for each."""
+    given = {k: getattr(change, k) for k in (change.model_fields_set if change else set())}
+    out = []
+    for d in DIRECTIONS[direction](*link):
+        imp, at = current.get(d, (Impairment(), "sender"))
+        out.append((d, imp.model_copy(update=given), at))
+    return out
 
 
 class LinkState:
@@ -112,10 +121,8 @@ class LinkState:
 
     def step(self, link: Direction, direction: str, change: Impairment | None) -> None:
         """A step change: the fields given in `change` replace the current ones of that link's direction(s)."""
-        given = {k: getattr(change, k) for k in (change.model_fields_set if change else set())}
-        for d in DIRECTIONS[direction](*link):
-            imp, at = self.current.get(d, (Impairment(), "sender"))
-            self.replace(*d, imp.model_copy(update=given), at)
+        for d, imp, at in step_changes(self.current, link, direction, change):
+            self.replace(*d, imp, at)
 
     # -- cables ---------------------------------------------------------------------------------------
     def set_cable(self, link: Direction, state: str) -> None:

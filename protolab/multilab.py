@@ -470,12 +470,10 @@ class _View:
     def step(self, link: tuple[str, str], direction: str, change: Impairment | None) -> None:
         """LinkState.step over hosts: the fields given in `change` replace the current ones of the direction(s),
         each changed by the keeper that applies it."""
-        from .linkstate import DIRECTIONS
+        from .linkstate import step_changes
 
-        given = {k: getattr(change, k) for k in (change.model_fields_set if change else set())}
-        for d in DIRECTIONS[direction](*link):
-            imp, at = self.current.get(d, (Impairment(), "sender"))
-            self.replace(*d, imp.model_copy(update=given), at)
+        for d, imp, at in step_changes(self.current, link, direction, change):
+            self.replace(*d, imp, at)
 
     def set_cable(self, link: tuple[str, str], state: str) -> None:
         """Pull ("down") or plug ("up") a link's cable. A stitched link is one cable between two hosts: each host

@@ -372,7 +372,7 @@ class Experiment(Strict):
                     raise ValueError(f"phase {phase.name}, task {task.name}: link_rate {link_rate / 1e3:g} kbit/s, "
                                      f"but the topology's satellite link runs at {sat[0] / 1e3:g} kbit/s (efficiency "
                                      "is user octets over the link's octets per second)")  # fmt: skip
-        linked = {(lk.node1, lk.node2) for lk in t.links} | {(lk.node2, lk.node1) for lk in t.links}
+        linked = t.linked()
         hubs = {sw.name for sw in t.switches if sw.mode == "hub"}
         for i, imp in enumerate(self.impairments):
             if tuple(imp.link) not in linked:

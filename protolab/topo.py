@@ -130,6 +130,11 @@ class Topology:
         imps = [LinkImpairment.model_validate(percents_as_written(i)) for i in d.pop("impairments", [])]
         return cls(hosts=hosts, switches=switches, links=links, impairments=imps, **d)
 
+    def linked(self) -> set[tuple[str, str]]:
+        """Every (a, b) that a link joins, both ways: "is there a link between a and b" for spec checks and
+        drawings (problems() finds a link given twice or to no node on its own)."""
+        return {(lk.node1, lk.node2) for lk in self.links} | {(lk.node2, lk.node1) for lk in self.links}
+
     def host(self, name: str) -> Host:
         for h in self.hosts:
             if h.name == name:

@@ -178,3 +178,12 @@ class LinkImpairment(Impairment):
     def impairment(self) -> Impairment:
         fields = {k: getattr(self, k) for k in Impairment.model_fields}  # already validated: no re-parsing
         return Impairment.model_construct(_fields_set=self.model_fields_set & set(fields), **fields)
+
+
+def merge_over(settings: dict[tuple[str, str], tuple[Impairment, str]], item: LinkImpairment) -> None:
+    """The lab's one rule for a spec item over what a direction already has: on each direction the item names,
+    the fields it sets replace that direction's, the others stay, and the item's `at` is where it applies."""
+    given = {k: getattr(item, k) for k in item.model_fields_set if k not in ("link", "direction", "at")}
+    for d in item.directions():
+        base = settings.get(d, (Impairment(), item.at))[0]
+        settings[d] = (base.model_copy(update=given), item.at)
