@@ -348,7 +348,7 @@ def describe_drops(drops: dict[str, dict[str, int]]) -> str:
 
 
 def check_direction(lab: Any, p: ProbePath, want: Expected) -> dict[str, Any]:
-    from .results.checks import binomial_interval
+    from .stats import binomial_interval
 
     a, b = p.direction
     out: dict[str, Any] = {"from": a, "to": b, "probe": p.describe(), "failures": [], "notes": []}

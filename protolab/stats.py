@@ -65,3 +65,9 @@ def describe(values: Iterable[Any]) -> dict[str, Any]:
         "ci95_low": m - half,
         "ci95_high": m + half,
     }
+
+
+def binomial_interval(events: int, trials: int, confidence: float) -> tuple[float, float]:
+    """Exact (Clopper-Pearson) interval of a proportion."""
+    ci = _st.binomtest(events, trials).proportion_ci(confidence_level=confidence)
+    return float(ci.low), float(ci.high)

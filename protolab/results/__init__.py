@@ -5,24 +5,26 @@ raw samples, `write_tidy(rows, axes, columns)`, `write_json("summary.json", buil
 finally `render_all(path)`, which `protolab report` can rerun on any results folder.
 """
 
-from ..stats import describe
-from .checks import applies, build_summary, evaluate, statistics
-from .display import Display, axis_str
-from .render import render_all
-from .store import (
-    RawWriter,
-    ResultsError,
-    RunDir,
-    latest,
-    load_manifest,
-    load_summary,
-    new_run_id,
-    read_raw,
-    read_tidy,
-    runs,
-    write_json,
-    write_tidy,
-)
+from importlib import import_module
+from typing import Any
+
+# each name's home, imported on first use: lab-side code reads and writes results folders (results.salvage,
+# results.store) without loading the renderer (matplotlib, jinja2)
+_STORE = ("RawWriter", "ResultsError", "RunDir", "latest", "load_manifest", "load_summary", "new_run_id", "read_raw",
+          "read_tidy", "runs", "write_json", "write_tidy")  # fmt: skip
+_HOMES = {"describe": "..stats", "applies": ".checks", "build_summary": ".checks", "evaluate": ".checks",
+          "statistics": ".checks", "Display": ".display", "axis_str": ".display", "render_all": ".render",
+          **dict.fromkeys(_STORE, ".store")}  # fmt: skip
+
+
+def __getattr__(name: str) -> Any:
+    home = _HOMES.get(name)
+    if home is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    value = getattr(import_module(home, __name__), name)
+    globals()[name] = value
+    return value
+
 
 __all__ = [
     "Display",

@@ -18,7 +18,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 from ..model.report import Check, SweepPoint
-from ..stats import clean, describe, mean
+from ..stats import binomial_interval, clean, describe, mean
 from .derived import DerivedData, group_by_point
 from .display import axis_str
 from .store import SCHEMA_VERSION
@@ -175,14 +175,6 @@ def unmeasured(c: Mapping[str, Any]) -> bool:
     if c.get("derived") is not None:
         return not c.get("rows") or c.get("rows_failed", 0) == c.get("rows_unmeasured", 0)
     return c.get("measured") is None
-
-
-def binomial_interval(events: int, trials: int, confidence: float) -> tuple[float, float]:
-    """Exact (Clopper-Pearson) interval of a proportion."""
-    from scipy.stats import binomtest
-
-    ci = binomtest(events, trials).proportion_ci(confidence_level=confidence)
-    return float(ci.low), float(ci.high)
 
 
 def _binomial(c: Check, rows: Sequence[Mapping[str, Any]]) -> tuple[float | None, float | None, float | None, bool]:

@@ -12,7 +12,9 @@ import sys
 import pytest
 
 LAB_SIDE = ["protolab.lab", "protolab.labctl", "protolab.multilab", "protolab.hostrun", "protolab.ownership",
-            "protolab.linkstate", "protolab.impair", "protolab.selfcheck", "protolab.jsonio"]  # fmt: skip
+            "protolab.linkstate", "protolab.impair", "protolab.selfcheck", "protolab.jsonio", "protolab.quiesce",
+            "protolab.guard", "protolab.chaos", "protolab.faults", "protolab.hostmon", "protolab.emuhost",
+            "protolab.hostlink", "protolab.placement"]  # fmt: skip
 HEAVY = ("protolab.results", "matplotlib", "jinja2")
 
 
@@ -30,3 +32,13 @@ def test_the_check_itself_sees_a_heavy_import():
     code = f"import sys, json, protolab.results\nprint(json.dumps([m for m in sys.modules if m.startswith({HEAVY!r})]))"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
     assert "protolab.results" in json.loads(out)
+
+
+@pytest.mark.parametrize("module", ["protolab.results.salvage", "protolab.results.store", "protolab.stats"])
+def test_what_the_lab_side_calls_at_run_time_loads_no_renderer(module):
+    """`clean` finishing a dead run's folder (results.salvage, from ownership) and the self-check's binomial
+    interval (stats) run in keepers too: the results package's names load on first use, not all at once."""
+    renderer = ("matplotlib", "jinja2", "protolab.results.render")
+    code = f"import sys, json, {module}\nprint(json.dumps([m for m in sys.modules if m.startswith({renderer!r})]))"
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    assert json.loads(out) == [], f"importing {module} loads {json.loads(out)[:5]}"
