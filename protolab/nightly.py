@@ -16,7 +16,7 @@ from typing import Any
 from . import spec
 from .errors import EXIT_INVALID, EXIT_OK, EXIT_REGRESSED
 from .results import compare
-from .results.store import MANIFEST, SUMMARY, TIDY, load_json, read_tidy
+from .results.store import COMPARE_DIR, MANIFEST, REPORT, SUMMARY, TIDY, load_json, read_tidy
 
 NIGHTLY_PROFILES = ("nightly", "quick")
 TREND_COLUMNS = 4  # headline columns per experiment: the first table's first ones
@@ -95,7 +95,7 @@ def index_html(out: Path, lines: list[dict[str, Any]]) -> str:
         run = Path(ln["run"]) if ln.get("run") else None
         links = "—"
         if run:
-            report, against = html.escape(str(run / "report.html")), html.escape(str(run / "compare" / "compare.html"))
+            report, against = html.escape(str(run / REPORT)), html.escape(str(run / COMPARE_DIR / "compare.html"))
             links = f'<a href="{report}">report</a> <a href="{against}">comparison</a>'
         color = "#1e8449" if ln.get("valid") and not cmpd.get("failed") else "#c0392b"
         rows.append(f'<tr><td>{html.escape(ln["experiment"])}</td><td>{html.escape(str(ln["profile"]))}</td>'

@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from .. import environment, monitor
-from ..results.store import SCHEMA_VERSION
+from ..results.store import CONSOLE_LOG, SCHEMA_VERSION
 
 log = logging.getLogger(__name__)
 
@@ -29,7 +29,6 @@ class Signals:
     also whatever a live view restores) go to console.log in the results folder."""
 
     HANDLED = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
-    CONSOLE_LOG = "console.log"
 
     def __init__(self, log_dir: Path) -> None:
         self.log_dir, self.received, self.finishing = log_dir, [], False
@@ -58,7 +57,7 @@ class Signals:
     def _to_console_log(self) -> None:
         """fds 1 and 2 onto console.log (the terminal's are gone: writing there fails with EIO)."""
         try:
-            fd = os.open(self.log_dir / self.CONSOLE_LOG, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+            fd = os.open(self.log_dir / CONSOLE_LOG, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
         except OSError as exc:  # a full or read-only results folder: the output is lost, the run goes on
             fd = os.open(os.devnull, os.O_WRONLY)
             log.debug("console.log: %s", exc)

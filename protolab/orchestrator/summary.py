@@ -7,7 +7,7 @@ from typing import Any
 
 from ..results.checks import unmeasured
 from ..results.display import axis_str
-from ..results.store import FAULTS, SUMMARY, write_faults_csv
+from ..results.store import FAULTS, REPORT, SUMMARY, write_faults_csv
 
 
 def finish(rundir: Any, plan: Any, rows: list[dict[str, Any]], fault_rows: list[dict[str, Any]],
@@ -84,4 +84,4 @@ def print_summary(summary: dict[str, Any], path: Path) -> None:
         print(f"  invalid: {r}")
     for r in summary.get("skipped", []):
         print(f"  skipped: {r}")
-    print(f"results: {path}\nreport:  {path / 'report.html'}", flush=True)
+    print(f"results: {path}\nreport:  {path / REPORT}", flush=True)

@@ -53,10 +53,9 @@ from scipy import stats as _st
 from ..model.report import EXPERIMENTS_DIR
 from ..stats import clean
 from .display import Display, is_measured
-from .store import SCHEMA_VERSION, SUMMARY, TIDY, ResultsError, load_json, load_manifest
+from .store import COMPARE_DIR, SCHEMA_VERSION, SUMMARY, TIDY, ResultsError, load_json, load_manifest
 
 REFERENCES_DIR = EXPERIMENTS_DIR / "references"  # <experiment>/<profile>.json, committed
-COMPARE_DIR = "compare"  # a run's comparison with its reference: compare.{md,html,json}
 ALPHA = 0.01
 RELATIVE_THRESHOLD = 0.05
 MACHINE_KEYS = ("cores", "cpu_model", "impairment_backend")  # a change of any: compare shapes only

@@ -28,7 +28,6 @@ from .display import MISSING, Display, axis_str, quantity_name, unit_family
 from .store import SCHEMA_VERSION
 from .sweep import Row, Sweep, where_note
 
-DERIVED = "derived.json"
 TABLE_PREFIX = "derived-"
 
 

@@ -26,14 +26,27 @@ from typing import Any
 from pydantic import ValidationError
 
 from ..model.report import Derived, Knee, Paragraph, Plot, Table
-from .compare import COMPARE_DIR
-from .derived import DERIVED, DerivedData, DerivedTable
+from .derived import DerivedData, DerivedTable
 from .discussion import DISCUSSION_MD, Filled, fill, markdown
 from .plots import plot_png, scatter_png
 from .rawplots import raw_plot_png
 from .report_html import report_html
 from .seedtables import load_for_run
-from .store import RAW, SUMMARY, TIDY, ResultsError, load_json, load_manifest, read_raw, read_tidy, write_json
+from .store import (
+    COMPARE_DIR,
+    DERIVED,
+    FAULT_TIMELINE,
+    RAW,
+    REPORT,
+    SUMMARY,
+    TIDY,
+    ResultsError,
+    load_json,
+    load_manifest,
+    read_raw,
+    read_tidy,
+    write_json,
+)
 from .sweep import Sweep
 from .tables import KneeData, TableData
 from .timeline import fault_timeline_png
@@ -163,7 +176,7 @@ def render_all(run_dir: Path) -> list[Path]:
     if timeline is not None:
         png, caption = timeline
         plots.append((Plot(name="fault_timeline", title=caption, x="time", y=["latency_seconds"]), png))
-        path = run_dir / "plots" / "fault_timeline.png"
+        path = run_dir / FAULT_TIMELINE
         path.parent.mkdir(exist_ok=True)
         path.write_bytes(png)
         written.append(path)
@@ -185,7 +198,7 @@ def render_all(run_dir: Path) -> list[Path]:
             problems.append(f"comparison with the reference: {exc}")
     labs = [(p.stem, p.read_bytes()) for p in sorted((run_dir / "labs").glob("*.svg"))]
     html = report_html(manifest, summary, tables, plots, sweep, problems, comparison, labs, derived_tables, discussion)
-    path = run_dir / "report.html"
+    path = run_dir / REPORT
     path.write_text(html, encoding="utf-8")
     written.append(path)
     return written
