@@ -328,6 +328,8 @@ class Keeper:
                 if req.get("what") not in what:
                     raise LabError(f"read: {req.get('what')!r} is not one of {', '.join(what)}")
                 return {"ok": True, "value": what[req["what"]]()}
+            if op == "nic_sync":  # the NIC filters' model up to the nodes' joins (a runner's receivers joined)
+                return {"ok": True, "joined": self.lab.sync_nic_filters()}
             if op == "helpers":  # this keeper's watch of its link emulators and NIC filters, `ago` seconds back
                 from .helperproc import WATCH
 

@@ -435,6 +435,14 @@ class _View:
                 out |= part.request("read", what="drops")["value"]
         return out
 
+    def sync_nic_filters(self) -> dict[str, list[str]]:
+        """Lab.sync_nic_filters over hosts: each part's keeper (emulated or remote) brings its NIC filters' model
+        up to its nodes' joins; 'node:interface' -> its joined link-layer groups."""
+        out: dict[str, list[str]] = {}
+        for part in self.lab.parts.values():
+            out |= part.request("nic_sync")["joined"]
+        return out
+
     def _read_remote(self, what: str) -> dict[str, Any]:
         out: dict[str, Any] = {}
         for part in self.lab.parts.values():

@@ -159,6 +159,10 @@ class FakeLab:
         self.shell.append((node, script))
         return "1\n"
 
+    def sync_nic_filters(self) -> dict[str, list[str]]:
+        self.synced = getattr(self, "synced", 0) + 1
+        return {"h1:h1-eth0": ["01:00:5e:01:02:03"]}
+
 
 def _keeper(monkeypatch, tmp_path) -> labctl.Keeper:
     monkeypatch.setenv("PROTOLAB_STATE_DIR", str(tmp_path))
@@ -226,6 +230,13 @@ def test_sh_runs_in_a_node_of_the_lab_and_names_the_nodes_otherwise(monkeypatch,
     assert k.handle({"op": "sh", "node": "h9", "script": "true"})["error"].startswith("sh: no node 'h9' in this lab")
     st = k.state()
     assert st["applied"] == [] and st["shaped_interfaces"] == [] and st["receive_cpu"] == {"mode": "node"}
+
+
+def test_nic_sync_brings_the_keeper_s_nic_filters_up_to_the_joins(monkeypatch, tmp_path):
+    """A dis or converter runner over testbed hosts asks every keeper, as Lab.sync_nic_filters does on one machine."""
+    k = _keeper(monkeypatch, tmp_path)
+    assert k.handle({"op": "nic_sync"}) == {"ok": True, "joined": {"h1:h1-eth0": ["01:00:5e:01:02:03"]}}
+    assert k.lab.synced == 1
 
 
 # -- await_ready: real processes announcing READY in their logs --------------------------------------------

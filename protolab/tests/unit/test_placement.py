@@ -483,6 +483,12 @@ def test_what_a_run_reads_of_a_lab_over_hosts_comes_from_the_keepers_states(tmp_
     assert not (set().union(*unshaped.values()) & view.shaped_interfaces) and len(view.shaped_interfaces) == 2
     assert sum(len(v) for v in unshaped.values()) == len(ends) - 2
     assert [a["host"] for a in view.applied] == ["lab_a", "lab_b"] and len(view.nic_filters) == 2
+    # the NIC filters' model is in each keeper, emulated hosts' too: every part is asked to sync
+    synced = []
+    monkeypatch.setattr(multilab.Part, "request", lambda self, op, **kw: synced.append((self.host.name, op))
+                        or {"joined": {f"x-{self.host.name}:eth0": ["01:00:5e:00:00:01"]}})  # fmt: skip
+    assert view.sync_nic_filters() == {f"x-{h}:eth0": ["01:00:5e:00:00:01"] for h in ("lab_a", "lab_b")}
+    assert synced == [("lab_a", "nic_sync"), ("lab_b", "nic_sync")]
     # the same parts on hosts reached over SSH: their pids are not processes here, their interfaces not readable here
     for part in lab.parts.values():
         part.host = part.host.model_copy(update={"netns": None})
