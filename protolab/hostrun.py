@@ -121,7 +121,7 @@ class HostsLab(multilab._View):
         )
 
     def node_sysctls(self) -> dict[str, dict[str, str]]:
-        from .lab import _node_sysctls
+        from .lab.local import _node_sysctls
 
         return {h.name: _node_sysctls(h.forwarding, self.whole.ipv6) for h in self.whole.hosts}
 

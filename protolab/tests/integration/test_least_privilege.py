@@ -6,9 +6,9 @@ from __future__ import annotations
 
 import pytest
 
-from protolab import lab as labmod
 from protolab import spec, topo
 from protolab.lab import Lab
+from protolab.lab import local as labmod
 
 pytestmark = pytest.mark.integration
 IMAGE = "protolab/node:latest"

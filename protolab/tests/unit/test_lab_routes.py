@@ -2,7 +2,7 @@
 
 import ipaddress
 
-from protolab.lab import _route_destinations
+from protolab.lab.local import _route_destinations
 
 SHOWN = """10.0.1.0/24 dev h1-eth0 proto kernel scope link src 10.0.1.1
 192.0.2.1 via 10.0.1.2 dev h1-eth0

@@ -30,16 +30,16 @@ from typing import Any
 import docker
 import docker.errors
 
-from . import dockerhost, firewall, impair, mnlog, naming, nicfilter, ownership, rxcpu, stitch, topo
-from .errors import ExecTimeoutError, LabError, ProtolabError
-from .hoststats import parse_proc_net_dev
-from .impair import Endpoint
-from .linkstate import LinkState, wanted_settings
-from .model.impairment import Impairment, LinkImpairment
-from .ownership import Ledger
-from .shell import CommandError, in_netns, run
-from .topo import Topology
-from .units import format_rate
+from .. import dockerhost, firewall, impair, mnlog, naming, nicfilter, ownership, rxcpu, stitch, topo
+from ..errors import ExecTimeoutError, LabError, ProtolabError
+from ..hoststats import parse_proc_net_dev
+from ..impair import Endpoint
+from ..linkstate import LinkState, wanted_settings
+from ..model.impairment import Impairment, LinkImpairment
+from ..ownership import Ledger
+from ..shell import CommandError, in_netns, run
+from ..topo import Topology
+from ..units import format_rate
 
 log = logging.getLogger(__name__)
 
