@@ -1,38 +1,28 @@
 """The lab: a topology running as Mininet nodes in Docker containers on this machine, its links shaped and
-impaired (protolab.lab.local's `Lab`), and what the rest of protolab uses of it.
+impaired (protolab.lab.local's `Lab`), and the contract the rest of protolab uses of a running lab, wherever it
+runs (protolab.lab.api's `RunningLab`).
 
 Its mechanisms (the link state, impairment backends, the self-check, faults, quiescence ...) are still
 top-level modules of protolab; they move in here one at a time.
+
+The names below load on first use (PEP 562), so importing the contract (lab.api) loads no implementation.
 """
 
-from .local import (
-    CAPABILITIES,
-    MEMORY_LIMIT,
-    MULTICAST_PREFIX,
-    OFFLOADS,
-    PIDS_LIMIT,
-    Lab,
-    NodeRuntime,
-    container_privileges,
-    counters_of,
-    exec_in,
-    granted,
-    parse_offloads,
-    read_offloads,
-)
+from importlib import import_module
+from typing import Any
 
-__all__ = [
-    "CAPABILITIES",
-    "MEMORY_LIMIT",
-    "MULTICAST_PREFIX",
-    "OFFLOADS",
-    "PIDS_LIMIT",
-    "Lab",
-    "NodeRuntime",
-    "container_privileges",
-    "counters_of",
-    "exec_in",
-    "granted",
-    "parse_offloads",
-    "read_offloads",
-]
+_LOCAL = ("CAPABILITIES", "MEMORY_LIMIT", "MULTICAST_PREFIX", "OFFLOADS", "PIDS_LIMIT", "Lab", "NodeRuntime",
+          "container_privileges", "counters_of", "exec_in", "granted", "parse_offloads", "read_offloads")  # fmt: skip
+_HOMES = {**dict.fromkeys(_LOCAL, ".local"), "RunningLab": ".api", "NodeAccess": ".api"}
+
+
+def __getattr__(name: str) -> Any:
+    home = _HOMES.get(name)
+    if home is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    value = getattr(import_module(home, __name__), name)
+    globals()[name] = value
+    return value
+
+
+__all__ = sorted(_HOMES)

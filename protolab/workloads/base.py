@@ -11,11 +11,12 @@ import json
 import re
 from collections import deque
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Generic, Literal, Protocol, TypeVar
+from typing import TYPE_CHECKING, Any, Generic, Literal, TypeVar
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from ..errors import ProtolabError
+from ..lab.api import NodeAccess
 from ..registry import Registry
 from ..units import Seconds
 
@@ -143,22 +144,7 @@ def _shortest(topology: Topology, a: str, b: str, transit: set[str]) -> list[Lin
     return None
 
 
-class LabAPI(Protocol):
-    """What a runner may use of a running lab (protolab.lab.Lab)."""
-
-    topology: Any
-    nodes: dict[str, Any]
-    cpus: dict[str, float | None]
-
-    def data_interfaces(self, node: str) -> list[str]: ...
-
-    def node_shell(self, node: str, script: str) -> str: ...
-
-    def exec(self, node: str, cmd: list[str], timeout: float | None = None) -> tuple[int, str, str]: ...
-
-    def ip(self, node: str, intf: int = 0, family: int = 4) -> str: ...
-
-    def sync_nic_filters(self) -> dict[str, list[str]]: ...
+LabAPI = NodeAccess  # what a runner may use of a running lab (protolab.lab.api, both labs keep it)
 
 
 T = TypeVar("T", bound=TaskModel)
