@@ -96,6 +96,7 @@ def _clean(verbose: bool, forced: bool) -> list[str]:
         # keepers of a lab over several hosts, first: a remote one is reached over its host's SSH session while an
         # emulated host (in a ledger below) still answers
         done += multilab.clean_parts(failures)
+        done += multilab.clean_hosted_parts()  # and this machine's, as a host that was reached over SSH
         from .hostmon import remote_root
 
         if remote_root().is_dir():  # this machine as a host reached over SSH: its Prometheus's targets

@@ -685,6 +685,25 @@ def clean_parts(failures: list[str] | None = None) -> list[str]:
     return done
 
 
+def clean_hosted_parts() -> list[str]:
+    """This machine as a testbed host reached over SSH: the keepers' parts a controller left here (its own
+    clean reaches them over SSH; one that never reached them, or is gone, leaves them to this machine's)."""
+    from .ownership import lock_holder
+
+    root = remote_state_root()
+    if not root.is_dir():
+        return []
+    done = []
+    for d in sorted(p for p in root.iterdir() if p.is_dir()):
+        if live := lock_holder(d / "lock"):  # its keeper runs a lab that a controller elsewhere drives
+            done.append(f"kept the lab part on {d.name}: its keeper (pid {live.get('pid')}) is running a lab")
+            continue
+        done += clean_part_dir(d)
+    with contextlib.suppress(OSError):
+        root.rmdir()
+    return done
+
+
 def clean_part_dir(d: Path) -> list[str]:
     """A keeper's state directory: the keeper and every process of its lab killed, the directory removed."""
     import signal

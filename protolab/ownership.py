@@ -155,7 +155,12 @@ def holder() -> dict[str, Any] | None:
     """Who holds the lock now (None: nobody; this process: its own record)."""
     if LOCK.depth:
         return dict(LOCK.info)
-    path = state_dir() / "lock"
+    return lock_holder(state_dir() / "lock")
+
+
+def lock_holder(path: Path) -> dict[str, Any] | None:
+    """Who holds the lab-state lock file `path` (this machine's, or a keeper's in its state folder): None when
+    nobody does (or there is no such file), else its record."""
     if not path.exists():
         return None
     import fcntl

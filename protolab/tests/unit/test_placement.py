@@ -234,6 +234,48 @@ def test_clean_kills_a_parts_keeper_and_removes_its_state(tmp_path, monkeypatch)
     assert multilab.clean_parts() == []  # nothing left: nothing to say
 
 
+def test_clean_removes_the_parts_a_controller_left_on_this_machine_as_a_host_over_ssh(tmp_path, monkeypatch):
+    """A deploy over SSH that failed before its controller recorded the part: the keeper's state on this machine
+    (a lock and an empty ledger folder) was listed as left by `clean` and never removed."""
+    import subprocess
+
+    from protolab import multilab
+
+    monkeypatch.setattr(multilab, "REMOTE_STATE_ROOT", tmp_path / "keepers")
+    for name in ("run_a", "run_b"):
+        (multilab.REMOTE_STATE_ROOT / name / "owned").mkdir(parents=True)
+        (multilab.REMOTE_STATE_ROOT / name / "lock").write_text("")
+    keeper = subprocess.Popen(["sleep", "60"])
+    (multilab.REMOTE_STATE_ROOT / "run_a" / "lab.json").write_text(f'{{"pid": {keeper.pid}}}')
+    done = multilab.clean_hosted_parts()
+    assert keeper.wait(timeout=5) == -9
+    assert f"removed the state of the lab part on run_b ({multilab.REMOTE_STATE_ROOT / 'run_b'})" in done
+    assert not multilab.REMOTE_STATE_ROOT.exists()
+    assert multilab.clean_hosted_parts() == []
+
+
+def test_clean_keeps_a_part_whose_keeper_still_runs_a_lab(tmp_path, monkeypatch):
+    """A keeper holding its part's lock serves a controller elsewhere: this machine's clean leaves it, says so,
+    and `clean` goes on listing it as left."""
+    import fcntl
+    import os
+
+    from protolab import multilab
+
+    monkeypatch.setattr(multilab, "REMOTE_STATE_ROOT", tmp_path / "keepers")
+    d = multilab.REMOTE_STATE_ROOT / "run_a"
+    d.mkdir(parents=True)
+    fd = os.open(d / "lock", os.O_RDWR | os.O_CREAT, 0o600)
+    os.write(fd, b'{"pid": 4242, "command": "keeper"}')
+    fcntl.flock(fd, fcntl.LOCK_EX)  # held by this open file description, as a live keeper holds it
+    try:
+        assert multilab.clean_hosted_parts() == ["kept the lab part on run_a: its keeper (pid 4242) is running a lab"]
+        assert d.is_dir()
+    finally:
+        os.close(fd)
+    assert multilab.clean_hosted_parts()[-1].startswith("removed the state of the lab part on run_a")
+
+
 def test_place_shows_the_hosts_and_where_each_node_runs(tmp_path, capsys):
     """`protolab place`: the inventory as placement reads it, then each host's nodes and each stitched link."""
     from protolab import cli
