@@ -8,21 +8,11 @@ top-level modules of protolab; they move in here one at a time.
 The names below load on first use (PEP 562), so importing the contract (lab.api) loads no implementation.
 """
 
-from importlib import import_module
-from typing import Any
+from .. import lazy
 
 _LOCAL = ("CAPABILITIES", "MEMORY_LIMIT", "MULTICAST_PREFIX", "OFFLOADS", "PIDS_LIMIT", "Lab", "NodeRuntime",
           "container_privileges", "counters_of", "exec_in", "granted", "parse_offloads", "read_offloads")  # fmt: skip
 _HOMES = {**dict.fromkeys(_LOCAL, ".local"), "RunningLab": ".api", "NodeAccess": ".api"}
-
-
-def __getattr__(name: str) -> Any:
-    home = _HOMES.get(name)
-    if home is None:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    value = getattr(import_module(home, __name__), name)
-    globals()[name] = value
-    return value
-
+__getattr__ = lazy.names(__name__, globals(), _HOMES)
 
 __all__ = sorted(_HOMES)

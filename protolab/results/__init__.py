@@ -5,8 +5,7 @@ raw samples, `write_tidy(rows, axes, columns)`, `write_json("summary.json", buil
 finally `render_all(path)`, which `protolab report` can rerun on any results folder.
 """
 
-from importlib import import_module
-from typing import Any
+from .. import lazy
 
 # each name's home, imported on first use: lab-side code reads and writes results folders (results.salvage,
 # results.store) without loading the renderer (matplotlib, jinja2)
@@ -17,13 +16,7 @@ _HOMES = {"describe": "..stats", "applies": ".checks", "build_summary": ".checks
           **dict.fromkeys(_STORE, ".store")}  # fmt: skip
 
 
-def __getattr__(name: str) -> Any:
-    home = _HOMES.get(name)
-    if home is None:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    value = getattr(import_module(home, __name__), name)
-    globals()[name] = value
-    return value
+__getattr__ = lazy.names(__name__, globals(), _HOMES)
 
 
 __all__ = [
