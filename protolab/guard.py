@@ -168,8 +168,7 @@ def helpers_down(lab: Any, prom: Any, since: float, phases: list[Any]) -> list[s
     left out: a pause freezes their agent on purpose), the keepers serving the lab from this machine, and (a lab
     over hosts) the helpers each keeper runs, by its own watch."""
     reasons = WATCH.reasons(since)
-    if keepers := getattr(lab, "keepers_helpers_down", None):  # a lab over hosts: each keeper watches its own
-        reasons += keepers(since)
+    reasons += lab.keepers_helpers_down(since)  # a lab over hosts: each keeper watches its own
     faulted = {f.node for ph in phases for f in ph.faults if f.node}
     now = time.time()
     reasons += agents_silent(prom, sorted(set(lab.nodes) - faulted), now - (time.monotonic() - since), now)

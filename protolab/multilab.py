@@ -375,6 +375,18 @@ class _View:
         bridge, its Endpoint), a bridge's on its host's side."""
         return [x for h, st in self.states.items() if not (local and not self.lab.parts[h].local) for x in _ends_of(st)]
 
+    def ends_here(self) -> list[tuple[str, Endpoint]]:
+        """The link ends in namespaces on this machine: the emulated hosts' parts (node or bridge, Endpoint)."""
+        return self._ends(local=True)
+
+    def namespace_host(self, pid: int | None) -> str | None:
+        """The testbed host whose part has a link end in the namespace of `pid` (a keeper's: its bridges), else
+        None."""
+        for h, st in self.states.items():
+            if pid is not None and any(e.pid == pid for _n, e in _ends_of(st)):
+                return str(h)
+        return None
+
     def interface_counters(self) -> dict[str, dict[str, int]]:
         """Every link end's counters: an emulated part's read here in its namespaces, a remote part's by its keeper."""
         from .lab import counters_of

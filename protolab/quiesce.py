@@ -144,21 +144,14 @@ def _node_shell(lab: Any, node: str) -> Callable[[str], str]:
 
 def _local_ends(lab: Any) -> list[tuple[str, Endpoint]]:
     """Every link end whose namespace is on this machine (a lab over hosts: its emulated hosts' parts)."""
-    from .multilab import _View
-
-    return list(lab._ends(local=True) if isinstance(lab, _View) else lab._ends())
+    return list(lab.ends_here())
 
 
 def _host_name(lab: Any, pid: int | None) -> str:
     """The host side's name: `host` (the root namespace here), or the emulated testbed host whose keeper is pid."""
-    from .multilab import _ends_of, _View
-
     if pid is None:
         return "host"
-    for h, st in lab.states.items() if isinstance(lab, _View) else ():
-        if any(e.pid == pid for _n, e in _ends_of(st)):
-            return str(h)
-    return f"ns{pid}"
+    return lab.namespace_host(pid) or f"ns{pid}"
 
 
 def _run(cmd: list[str]) -> str:
@@ -200,9 +193,7 @@ def read_place(p: Place, proc: Path = Path("/proc"), run: Callable[[list[str]], 
 def linkem_sockets(lab: Any) -> list[tuple[str, Path]]:
     """The control sockets of the lab's link emulators: this process's (a Lab), or those in each emulated testbed
     host's keeper's state directory (a lab over hosts)."""
-    if parts := getattr(lab, "linkem_sockets", None):  # a lab over hosts
-        return list(parts())
-    return [(lk.name, lk.control) for lk in Linkem._running.values()]
+    return list(lab.linkem_sockets())
 
 
 def read_linkems(sockets: Iterable[tuple[str, Path]]) -> Leftovers:
@@ -306,8 +297,7 @@ def probes(lab: Any) -> list[Probe]:
 
 def _remote_held(lab: Any) -> Leftovers:
     """What the link emulators on hosts reached over SSH hold (a lab over hosts: its keepers asked)."""
-    held = getattr(lab, "remote_held", None)
-    return {f"linkem {k}": Left(n, what) for k, (n, what) in held().items()} if held else {}
+    return {f"linkem {k}": Left(n, what) for k, (n, what) in lab.remote_held().items()}
 
 
 def _fragments(pids: dict[str, int]) -> Leftovers:

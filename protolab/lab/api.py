@@ -16,6 +16,9 @@ from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any, Protocol
 
 if TYPE_CHECKING:
+    from pathlib import Path
+
+    from ..impair import Endpoint
     from ..model.impairment import Impairment, LinkImpairment
     from ..topo import Topology
 
@@ -92,6 +95,16 @@ class RunningLab(NodeAccess, Protocol):
     def interface_counters(self) -> dict[str, dict[str, int]]: ...
 
     def emulator_drops(self) -> dict[str, dict[str, int]]: ...
+
+    def linkem_sockets(self) -> list[tuple[str, Path]]: ...  # the link emulators' control sockets on this machine
+
+    def remote_held(self) -> dict[str, tuple[int, str]]: ...  # what emulators on hosts over SSH hold
+
+    def keepers_helpers_down(self, since: float) -> list[str]: ...  # what the keepers' watches saw
+
+    def ends_here(self) -> list[tuple[str, Endpoint]]: ...  # the link ends in namespaces on this machine
+
+    def namespace_host(self, pid: int | None) -> str | None: ...  # the testbed host of a keeper's namespace
 
     def node_sysctls(self) -> dict[str, dict[str, str]]: ...
 

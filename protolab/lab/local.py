@@ -25,6 +25,7 @@ import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 import docker
@@ -729,7 +730,27 @@ class Lab:
     def emulator_drops(self) -> dict[str, dict[str, int]]:
         """This process's link emulators' losses by cause (impair.parse_drops): what the self-check sets beside
         the requests it saw go unanswered."""
-        return impair.linkem_drops([(lk.name, lk.control) for lk in list(impair.Linkem._running.values())])
+        return impair.linkem_drops(self.linkem_sockets())
+
+    def linkem_sockets(self) -> list[tuple[str, Path]]:
+        """The control sockets of this lab's link emulators (this process runs them): (name, socket)."""
+        return [(lk.name, lk.control) for lk in list(impair.Linkem._running.values())]
+
+    def remote_held(self) -> dict[str, tuple[int, str]]:
+        """What link emulators on hosts reached over SSH hold: none, the whole lab runs here."""
+        return {}
+
+    def keepers_helpers_down(self, since: float) -> list[str]:
+        """What keepers' watches saw of their helpers: no keepers, this process watches its own (helperproc)."""
+        return []
+
+    def ends_here(self) -> list[tuple[str, Endpoint]]:
+        """Every link end in a namespace on this machine: all of them."""
+        return self._ends()
+
+    def namespace_host(self, pid: int | None) -> str | None:
+        """The testbed host whose keeper's namespace `pid` is: none here (one machine, its root namespace)."""
+        return None
 
     def interface_counters(self) -> dict[str, dict[str, int]]:
         """Every lab link end's counters now: 'node:interface' -> rx_bytes, rx_packets, tx_bytes, tx_packets."""

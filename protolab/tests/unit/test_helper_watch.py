@@ -133,7 +133,11 @@ def test_an_agent_that_answered_no_scrape_for_3_s_is_named_with_its_node():
 def test_helpers_down_leaves_out_nodes_a_fault_acts_on_and_names_a_dead_keeper(fast):
     t0 = time.time()
     prom = Prom({"h2": [(t0 - 8 + i, 0.0) for i in range(8)]})
-    lab = SimpleNamespace(nodes={"h1": None, "h2": None}, service_pids=lambda: [os.getpid(), 2**22 + 12345])
+    lab = SimpleNamespace(
+        nodes={"h1": None, "h2": None},
+        service_pids=lambda: [os.getpid(), 2**22 + 12345],
+        keepers_helpers_down=lambda _since: [],
+    )
     since = time.monotonic() - 8
     paused = [SimpleNamespace(faults=[SimpleNamespace(node="h2")])]
     assert guard.helpers_down(lab, prom, since, paused) == ["the keeper serving the lab (pid 4206649) has ended"]

@@ -178,8 +178,11 @@ class FakeLab:
     def data_interfaces(self, node: str) -> list[str]:
         return [f"{node}-eth0"]
 
-    def _ends(self) -> list:
+    def ends_here(self) -> list:
         return self.ends
+
+    def namespace_host(self, pid: int | None) -> None:
+        return None
 
 
 def test_a_labs_places_are_its_nodes_and_the_host_side():
