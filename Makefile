@@ -45,9 +45,10 @@ experiment: images ## run experiments/$(NAME).yaml with profile $(PROFILE)
 schema: venv ## regenerate experiments/schema.json from the spec models
 	$(PROTOLAB) schema
 
-lint: venv ## ruff, gofmt, go vet, schema and dashboards freshness
+lint: venv ## ruff, mypy (the lab's contract), gofmt, go vet, schema and dashboards freshness
 	$(VENV)/bin/ruff check protolab mininet-topologies bench
 	$(VENV)/bin/ruff format --check protolab mininet-topologies bench
+	$(VENV)/bin/mypy --python-executable $(PY)
 	@test -z "$$(cd agents && gofmt -l .)" || { echo "gofmt needed:"; cd agents && gofmt -l .; exit 1; }
 	cd agents && go vet ./...
 	$(PROTOLAB) schema --check

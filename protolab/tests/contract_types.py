@@ -1,0 +1,15 @@
+"""Read by mypy in `make lint`, never run: both labs keep the contract (protolab.lab.api.RunningLab) as the
+type checker sees them, member types included; a lab missing a member, or with one of another type, fails lint.
+(test_lab_api checks the same at run time by name and parameters.)"""
+
+from protolab.hostrun import HostsLab
+from protolab.lab.api import NodeAccess, RunningLab
+from protolab.lab.local import Lab
+
+
+def both_labs_keep_the_contract(one_machine: Lab, testbed: HostsLab) -> tuple[RunningLab, RunningLab]:
+    return one_machine, testbed
+
+
+def a_running_lab_is_what_a_runner_sees(lab: RunningLab) -> NodeAccess:
+    return lab
