@@ -41,7 +41,7 @@ from .shell import run
 from .topo import v6_address
 from .workloads.iperf3 import Iperf3Task
 from .workloads.iperf3_runner import Iperf3Runner
-from .workloads.ping_runner import Echo
+from .workloads.ping_runner import Echo, unanswered_runs
 from .workloads.ping_runner import parse as parse_ping
 from .workloads.ping_runner import summary as ping_summary
 
@@ -327,15 +327,7 @@ def measure_echo_on_base(lab: Any, p: ProbePath, want: Expected) -> Echoes:
 
 def lost_requests(sent: int, echoes: list[Echo], most: int = 12) -> str:
     """The unanswered requests' numbers, runs joined ("#7, #40-48, #201"), at most `most` runs named."""
-    answered = {e.seq for e in echoes}
-    runs: list[list[int]] = []
-    for seq in range(1, sent + 1):
-        if seq in answered:
-            continue
-        if runs and runs[-1][1] == seq - 1:
-            runs[-1][1] = seq
-        else:
-            runs.append([seq, seq])
+    runs = unanswered_runs(sent, echoes)
     named = [f"#{a}" if a == b else f"#{a}-{b}" for a, b in runs[:most]]
     return ", ".join(named) + (f" and {len(runs) - most} more runs" if len(runs) > most else "")
 

@@ -79,20 +79,26 @@ def send_times(sent: int, echoes: list[Echo], interval: float) -> dict[int, floa
     return out
 
 
+def unanswered_runs(sent: int, echoes: list[Echo]) -> list[tuple[int, int]]:
+    """The unanswered requests among 1..sent as runs of consecutive numbers: (first, last) each."""
+    answered = {e.seq for e in echoes}
+    runs: list[tuple[int, int]] = []
+    for seq in range(1, sent + 1):
+        if seq in answered:
+            continue
+        if runs and runs[-1][1] == seq - 1:
+            runs[-1] = (runs[-1][0], seq)
+        else:
+            runs.append((seq, seq))
+    return runs
+
+
 def outages(sent: int, echoes: list[Echo], interval: float, min_lost: int = 3) -> list[Outage]:
     """Runs of at least `min_lost` consecutive unanswered requests (shorter runs are ordinary loss)."""
     answered = {e.seq for e in echoes}
     times = send_times(sent, echoes, interval)
     out: list[Outage] = []
-    s = 1
-    while s <= sent:
-        if s in answered:
-            s += 1
-            continue
-        first = s
-        while s <= sent and s not in answered:
-            s += 1
-        last = s - 1
+    for first, last in unanswered_runs(sent, echoes):
         if last - first + 1 < min_lost or first not in times:
             continue
         start = (times[first - 1] + times[first]) / 2 if first - 1 in times else times[first]
