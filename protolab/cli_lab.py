@@ -55,12 +55,12 @@ def cmd_deploy(a: argparse.Namespace) -> int:
     filt = [p for item in a.node_filter for p in item.split(",") if p]
     emulate = emulated_hosts(a, "deploy")
     if a.inventory or emulate:
-        from . import multilab
+        from .lab import supervise
 
-        st = multilab.start_supervised({"source": a.source, "params": labctl.parse_params(a.param),
+        st = supervise.start_supervised({"source": a.source, "params": labctl.parse_params(a.param),
                                         "node_filter": filt, "inventory": a.inventory, "emulate": emulate,
                                         "cpus": a.host_cpus, "ssh": a.over_ssh})  # fmt: skip
-        print(multilab.supervised_text(st))
+        print(supervise.supervised_text(st))
     else:
         st = labctl.deploy(labctl.Request(a.source, labctl.parse_params(a.param), filt, a.backend))
         print(labctl.inspect_text(st))
@@ -70,11 +70,12 @@ def cmd_deploy(a: argparse.Namespace) -> int:
 
 
 def cmd_destroy(_a: argparse.Namespace) -> int:
-    from . import labctl, multilab
+    from . import labctl
+    from .lab import supervise
 
     need_root("destroy")
-    if (multi := multilab.load_supervised()) is not None:
-        failures = multilab.stop_supervised()
+    if (multi := supervise.load_supervised()) is not None:
+        failures = supervise.stop_supervised()
         for f in failures:
             print(f"left: {f} (`protolab clean` removes it)", file=sys.stderr)
         print(f"destroyed lab {multi['name']} ({multi['run']}) over {', '.join(multi['parts'])}")
@@ -88,10 +89,11 @@ def cmd_destroy(_a: argparse.Namespace) -> int:
 
 
 def cmd_inspect(a: argparse.Namespace) -> int:
-    from . import labctl, multilab
+    from . import labctl
+    from .lab import supervise
 
-    if (multi := multilab.load_supervised()) is not None:
-        print(json.dumps(multi, indent=1) if a.format == "json" else multilab.supervised_text(multi))
+    if (multi := supervise.load_supervised()) is not None:
+        print(json.dumps(multi, indent=1) if a.format == "json" else supervise.supervised_text(multi))
         return 0
     st = labctl.request("inspect")["state"]
     print(json.dumps(st, indent=1) if a.format == "json" else labctl.inspect_text(st))
@@ -99,17 +101,18 @@ def cmd_inspect(a: argparse.Namespace) -> int:
 
 
 def cmd_exec(a: argparse.Namespace) -> int:
-    from . import labctl, multilab
+    from . import labctl
+    from .lab import supervise
 
     cmd = a.cmd[1:] if a.cmd[:1] == ["--"] else a.cmd
     if a.all and a.node:  # `exec --all -- CMD ...`: argparse took CMD for the node
         cmd = [a.node, *cmd]
     if not cmd:
         raise SystemExit("protolab exec: give a command after --, e.g. protolab exec h1 -- ip addr")
-    if (multi := multilab.load_supervised()) is not None:
+    if (multi := supervise.load_supervised()) is not None:
         if a.all:
             raise SystemExit("protolab exec --all: not for a lab over several hosts yet; name the node")
-        return multilab.supervised_exec(multi, a.node or "", cmd, tty=sys.stdin.isatty())
+        return supervise.supervised_exec(multi, a.node or "", cmd, tty=sys.stdin.isatty())
     return labctl.exec_cmd(None if a.all else a.node, cmd, all_nodes=a.all)
 
 
@@ -128,9 +131,9 @@ def cmd_graph(a: argparse.Namespace) -> int:
 
 
 def _not_over_hosts(what: str) -> None:
-    from . import multilab
+    from .lab import supervise
 
-    if multilab.load_supervised() is not None:
+    if supervise.load_supervised() is not None:
         raise SystemExit(f"protolab {what}: not for a lab over several hosts yet (inspect, exec, check and destroy "
                          "are)")  # fmt: skip
 
@@ -163,10 +166,11 @@ def cmd_impair(a: argparse.Namespace) -> int:
 
 
 def cmd_check(a: argparse.Namespace) -> int:
-    from . import labctl, multilab
+    from . import labctl
+    from .lab import supervise
 
-    if (multi := multilab.load_supervised()) is not None:
-        results = multilab.recheck(multi)
+    if (multi := supervise.load_supervised()) is not None:
+        results = supervise.recheck(multi)
         if not results:
             print("no impaired direction crosses a stitch: nothing to check")
         return 0 if all(r["passed"] for r in results) else 3

@@ -1,6 +1,7 @@
 """The lab: a topology running as Mininet nodes in Docker containers on this machine, its links shaped and
-impaired (protolab.lab.local's `Lab`), and the contract the rest of protolab uses of a running lab, wherever it
-runs (protolab.lab.api's `RunningLab`).
+impaired (protolab.lab.local's `Lab`); a lab over the testbed hosts of an inventory, through a keeper on each
+(protolab.lab.testbed's `TestbedLab`); and the contract the rest of protolab uses of a running lab, wherever it
+runs (protolab.lab.api's `RunningLab`), which both keep.
 
 Its mechanisms (the link state, impairment backends, the self-check, faults, quiescence ...) are still
 top-level modules of protolab; they move in here one at a time.

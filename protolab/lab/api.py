@@ -6,7 +6,7 @@
 - `RunningLab`: what the orchestrator, the self-check, quiescence, the guard and faults use: NodeAccess, the
   links, what the lab reads of itself for the manifest, its monitoring targets and its life cycle.
 
-Two labs keep it: `protolab.lab.local.Lab` (one machine) and `protolab.hostrun.HostsLab` (the testbed hosts of
+Two labs keep it: `protolab.lab.local.Lab` (one machine) and `protolab.lab.testbed.TestbedLab` (the testbed hosts of
 an inventory, over their keepers). Importing this module loads neither: it is types only.
 """
 

@@ -788,7 +788,7 @@ class Lab:
         return exec_in(self.nodes[node].container, cmd, timeout, where=node)
 
     # one machine: its run's Prometheus scrapes the nodes itself, no process outside a container serves them, and
-    # every one-way delay is on one clock (hostrun.HostsLab answers these over several hosts)
+    # every one-way delay is on one clock (lab.testbed.TestbedLab answers these over several hosts)
     def clear_targets(self) -> None:
         """Nothing: the run's own targets file is the lab's (monitor.write_targets)."""
 

@@ -41,6 +41,7 @@ from ..errors import EXIT_INTERRUPTED, EXIT_INVALID, EXIT_OK, ImageError, LabErr
 from ..exporter import FaultExporter
 from ..killpoint import killpoint
 from ..lab import Lab, container_privileges
+from ..lab.testbed import TestbedLab
 from ..live import LiveView, http_query, progress_line
 from ..results.display import axis_str
 from ..results.store import MANIFEST
@@ -369,14 +370,14 @@ class ExperimentRun:
         view = LiveView(self.plan.base.name, self.rundir.run_id, http_query(prom.url))
         return view if view.start() else None
 
-    def _deploy(self, points: list[Point], scope: str) -> Lab | hostrun.HostsLab:
+    def _deploy(self, points: list[Point], scope: str) -> Lab | TestbedLab:
         ex = points[0].experiment
         topology = ex.topology.build()
         images, cpus, commands = node_settings(topology, ex.nodes)
-        lab: Lab | hostrun.HostsLab
+        lab: Lab | TestbedLab
         if self.hosts is not None:
             whole = multilab.whole(topology, images, cpus, commands, topology.impairments + ex.impairments)
-            lab = hostrun.HostsLab(whole, self.hosts, self.rundir.run_id, ledger=self.ledger.scoped(scope))
+            lab = TestbedLab(whole, self.hosts, self.rundir.run_id, ledger=self.ledger.scoped(scope))
         else:
             lab = Lab(topology, self.rundir.run_id, images, cpus, commands=commands,
                       limits=node_limits(topology, ex.nodes), client=self.client,

@@ -2,14 +2,19 @@
 type checker sees them, member types included; a lab missing a member, or with one of another type, fails lint.
 (test_lab_api checks the same at run time by name and parameters.)"""
 
-from protolab.hostrun import HostsLab
-from protolab.lab.api import NodeAccess, RunningLab
+from protolab.lab.api import LinkControl, NodeAccess, RunningLab
 from protolab.lab.local import Lab
+from protolab.lab.testbed import TestbedLab, TestbedLinks
+from protolab.linkstate import LinkState
 
 
-def both_labs_keep_the_contract(one_machine: Lab, testbed: HostsLab) -> tuple[RunningLab, RunningLab]:
+def both_labs_keep_the_contract(one_machine: Lab, testbed: TestbedLab) -> tuple[RunningLab, RunningLab]:
     return one_machine, testbed
 
 
 def a_running_lab_is_what_a_runner_sees(lab: RunningLab) -> NodeAccess:
     return lab
+
+
+def both_link_states_keep_theirs(one_machine: LinkState, testbed: TestbedLinks) -> tuple[LinkControl, LinkControl]:
+    return one_machine, testbed

@@ -15,6 +15,7 @@ import psutil
 import pytest
 
 from protolab import cleanup, dashboards, emuhost, images, labctl, monitor, multilab, ownership, placement, topofile
+from protolab.lab.testbed import TestbedLab
 from protolab.model.impairment import Impairment
 
 pytestmark = pytest.mark.integration
@@ -53,17 +54,17 @@ def test_the_triangle_over_two_emulated_hosts(tmp_path: Path, no_leftovers):
                                                                                               "r2"}  # fmt: skip
         # what a run's faults and tasks do to it, through the keepers: the stitched cable pulled (on both hosts)
         # and plugged, a step to 10 ms each way, everything restored; a sysctl read in h3's namespace
-        view = multilab._View(lab, t)
+        view = TestbedLab.over(lab, t)
         assert view.ip("h3") == h3 and view.node_shell("h3", "sysctl -n net.ipv4.tcp_sack").strip() == "1"
-        view.set_cable(("r1", "r2"), "down")
+        view.links.set_cable(("r1", "r2"), "down")
         code, out, _ = lab.exec("h1", ["ping", "-c", "2", "-i", "0.2", "-W", "1", h3])
         assert code != 0 and "100% packet loss" in out, out
-        view.set_cable(("r1", "r2"), "up")
-        view.step(("r1", "r2"), "both", Impairment.model_validate({"delay": "10ms"}))
+        view.links.set_cable(("r1", "r2"), "up")
+        view.links.step(("r1", "r2"), "both", Impairment.model_validate({"delay": "10ms"}))
         code, out, err = lab.exec("h1", ["ping", "-c", "5", "-i", "0.2", "-W", "2", h3])
         stepped = [float(x) for x in re.findall(r"time=([\d.]+) ms", out)]
         assert code == 0 and stepped and 20 < min(stepped) < 100, out + err
-        assert view.restore() == []
+        assert view.links.restore() == []
         code, out, err = lab.exec("h1", ["ping", "-c", "3", "-i", "0.2", "-W", "2", h3])
         assert code == 0 and min(float(x) for x in re.findall(r"time=([\d.]+) ms", out)) > 260, out + err
         print(f"stepped to 10 ms each way: RTT {stepped} ms; restored")

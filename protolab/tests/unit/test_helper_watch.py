@@ -158,8 +158,10 @@ def test_prometheus_not_answering_is_said():
 def test_a_lab_over_hosts_asks_each_keeper_for_its_own_watch_and_says_one_that_does_not_answer(tmp_path, fast):
     """A keeper's link emulators are its own process's helpers: the run asks each keeper (`helpers`, `ago`
     seconds back, its own clock), and a keeper that does not answer is a reason too."""
-    from protolab import labctl, multilab
+    from protolab import labctl
     from protolab.errors import LabError
+    from protolab.lab.testbed import TestbedLab
+    from protolab.topo import Topology
 
     keeper = labctl.Keeper(labctl.Request(source="t"))
     h = Fake(tmp_path, "r2")
@@ -175,8 +177,8 @@ def test_a_lab_over_hosts_asks_each_keeper_for_its_own_watch_and_says_one_that_d
 
     parts = {"host_a": SimpleNamespace(request=lambda op, **args: keeper.handle({"op": op, **args})),
              "host_b": SimpleNamespace(request=refuse)}  # fmt: skip
-    view = multilab._View.__new__(multilab._View)
-    view.lab = SimpleNamespace(parts=parts)
+    view = TestbedLab(Topology("empty"))
+    view.parts = SimpleNamespace(parts=parts)  # type: ignore[assignment]
     reasons = view.keepers_helpers_down(since)
     assert any("fake r2" in r and r.endswith("(on host host_a)") for r in reasons), reasons
     assert reasons[-1].startswith("the helpers on host host_b could not be watched: its keeper did not answer")

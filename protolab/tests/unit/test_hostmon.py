@@ -10,7 +10,8 @@ from types import SimpleNamespace
 import yaml
 
 from protolab import hostmon, naming, placement
-from protolab.hostrun import HostsLab
+from protolab.lab.testbed import TestbedLab
+from protolab.topo import Topology
 
 CONFIG = Path(__file__).resolve().parents[3] / "images" / "monitor" / "prometheus.yml"
 
@@ -65,14 +66,14 @@ def test_a_hosts_targets_file_is_replaced_whole(tmp_path):
 
 
 def test_a_one_way_delay_between_two_hosts_carries_both_clocks_uncertainty():
-    lab = HostsLab.__new__(HostsLab)
-    lab.mlab = SimpleNamespace(placement=SimpleNamespace(node_host={"h1": "a", "h2": "a", "h3": "b"}),
+    lab = TestbedLab(Topology("empty"))
+    lab.parts = SimpleNamespace(placement=SimpleNamespace(node_host={"h1": "a", "h2": "a", "h3": "b"}),
                                clocks={"a": {"offset_seconds": 1e-6, "uncertainty_seconds": 2e-4},
                                        "b": {"offset_seconds": -3e-6, "uncertainty_seconds": 3e-4}})  # fmt: skip
     assert lab.clock_note("h1", "h2") is None  # one host, one clock
     note = lab.clock_note("h1", "h3")
     assert note["hosts"] == ["a", "b"] and abs(note["uncertainty_seconds"] - 5e-4) < 1e-12
-    lab.mlab.clocks["b"] = {"error": "no clock reading"}
+    lab.parts.clocks["b"] = {"error": "no clock reading"}
     assert lab.clock_note("h3", "h1") == {"hosts": ["b", "a"], "uncertainty_seconds": None}
 
 

@@ -13,9 +13,9 @@ import textwrap
 
 import pytest
 
-from protolab.hostrun import HostsLab
 from protolab.lab.api import NodeAccess, RunningLab
 from protolab.lab.local import Lab
+from protolab.lab.testbed import TestbedLab
 
 
 def _members(proto: type) -> dict[str, str]:
@@ -70,7 +70,7 @@ def _has(cls: type, name: str, kind: str) -> str | None:
     return f"{cls.__name__}.{name}: no such attribute, property or field"
 
 
-@pytest.mark.parametrize("impl", [Lab, HostsLab], ids=["Lab", "HostsLab"])
+@pytest.mark.parametrize("impl", [Lab, TestbedLab], ids=["Lab", "TestbedLab"])
 def test_each_lab_keeps_the_whole_contract(impl: type):
     members = _members(RunningLab)
     assert {"exec", "sync_nic_filters", "links", "teardown", "emulator_drops"} <= set(members)
@@ -100,6 +100,6 @@ def test_the_runners_view_is_part_of_the_contract():
 
 def test_the_contract_loads_no_lab():
     code = "import sys, protolab.lab.api\nprint(sorted(m for m in sys.modules if m in ('protolab.lab.local', "
-    code += "'docker', 'protolab.linkstate', 'protolab.hostrun')))"
+    code += "'docker', 'protolab.linkstate', 'protolab.lab.testbed', 'protolab.multilab')))"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
     assert out.strip() == "[]"

@@ -14,6 +14,8 @@ import yaml
 
 from protolab import impair, placement, topofile
 from protolab.errors import LabError
+from protolab.lab import supervise
+from protolab.lab.testbed import TestbedLab
 from protolab.placement import PlacementError, load_inventory, place
 from protolab.spec import TopologySpec
 
@@ -325,7 +327,6 @@ def test_a_host_that_stops_answering_ends_its_clock_probe_at_the_deadline(tmp_pa
 def test_inspect_text_of_a_lab_over_several_hosts(tmp_path):
     """What `protolab inspect` prints from a supervisor's state: placement, the stitch with its underlay figures,
     the clocks, and a part whose keeper is gone said as such."""
-    from protolab import multilab
 
     st = {"name": "triangle", "run": "multilab-x", "inventory": "inv.yml", "emulated": ["a", "b"], "pid": 1,
           "deployed_at": "2026-11-26T04:00:00Z", "deploy_seconds": 20.5,
@@ -336,7 +337,7 @@ def test_inspect_text_of_a_lab_over_several_hosts(tmp_path):
           "underlay": [{"link": ["r1", "r2"], "rtt_mean_seconds": 61e-6, "rtt_sd_seconds": 9e-6}],
           "clocks": {"a": {"offset_seconds": 2e-6, "uncertainty_seconds": 450e-6},
                      "b": {"error": "no clock reading from b in 5 tries"}}}  # fmt: skip
-    text = multilab.supervised_text(st)
+    text = supervise.supervised_text(st)
     assert "lab triangle (multilab-x) over 2 testbed hosts of inv.yml (emulated)" in text
     assert "  a          engine unix:///a.sock: h1, r1" in text
     assert "  stitched r1-r2: VNI 4200, MTU 1450, underlay RTT 0.061 ms, sd 9 us" in text
@@ -362,18 +363,18 @@ def test_a_stitched_directions_impairment_is_found_where_split_put_it(tmp_path, 
     monkeypatch.setattr(multilab.Part, "load_state", lambda self: states[self.state_dir.name])
     asked = []
     monkeypatch.setattr(multilab.Part, "request", lambda self, op, **kw: asked.append((str(self.state_dir), op, kw)))
-    view = multilab._View(lab, t)
+    view = TestbedLab.over(lab, t)
     x = placement.stitch_bridge(4200)
-    assert view._local("r1", "r2", "sender") == ("lab_a", ["r1", x])
-    assert view._local("r1", "r2", "receiver") == ("lab_b", [x, "r2"])
-    assert view._local("h1", "lan", "sender") == ("lab_a", ["h1", "lan"])
-    snd, rcv = view.ends("r1", "r2")
+    assert view.links.where("r1", "r2", "sender") == ("lab_a", ["r1", x])
+    assert view.links.where("r1", "r2", "receiver") == ("lab_b", [x, "r2"])
+    assert view.links.where("h1", "lan", "sender") == ("lab_a", ["h1", "lan"])
+    snd, rcv = view.links.ends("r1", "r2")
     assert snd.intf.startswith("r1-eth") and rcv.intf.startswith("r2-eth") and snd.pid >= 100 and rcv.pid >= 100
-    _h1, hub = view.ends("h1", "lan")
+    _h1, hub = view.links.ends("h1", "lan")
     assert hub.pid == states["lab_a"]["pid"] and hub.host_side  # the bridge's end: its host's namespace
     assert impair.ifb_for(hub).intf == impair.ifb_for(impair.Endpoint(hub.intf)).intf  # the IFB its keeper made
     imp, at = view.configured[("r2", "r1")]
-    view.replace("r2", "r1", imp.model_copy(update={"delay": 1e-6}), at)
+    view.links.replace("r2", "r1", imp.model_copy(update={"delay": 1e-6}), at)
     ((where, op, kw),) = asked
     assert (where.endswith("lab_b"), op, kw["method"], kw["link"], kw["at"]) == (True, "links", "replace", ["r2", x],
                                                                                   "sender")  # fmt: skip
@@ -432,7 +433,7 @@ def test_a_lab_over_hosts_names_interfaces_and_addresses_as_one_host_does(tmp_pa
     asked = []
     monkeypatch.setattr(multilab.Part, "request", lambda self, op, **kw: asked.append((str(self.state_dir), op, kw))
                         or {"output": "ok"})  # fmt: skip
-    view = multilab._View(lab, t)
+    view = TestbedLab.over(lab, t)
     one = {row_end["node"]: [] for row in labctl._link_rows(t) for row_end in row["ends"]}
     for row in labctl._link_rows(t):
         for e in row["ends"]:
@@ -471,20 +472,20 @@ def test_faults_over_hosts_go_to_the_keepers_that_hold_the_link(tmp_path, monkey
         return {"failures": ["r2->r1 back to configured: boom"] if host == "lab_b" else []}
 
     monkeypatch.setattr(multilab.Part, "request", request)
-    view = multilab._View(lab, t)
+    view = TestbedLab.over(lab, t)
     x = placement.stitch_bridge(4200)
-    view.step(("r1", "r2"), "both", Impairment.model_validate({"delay": "10ms"}))
+    view.links.step(("r1", "r2"), "both", Impairment.model_validate({"delay": "10ms"}))
     assert [(h, kw["link"], kw["impairment"]["delay"]) for h, _, kw in asked] == [
         ("lab_a", ["r1", x], "10ms"), ("lab_b", ["r2", x], "10ms")]  # fmt: skip
     assert asked[1][2]["impairment"]["loss"] == 0.01  # r2 -> r1 keeps its loss: only the delay was given
     asked.clear()
-    view.set_cable(("r2", "r1"), "down")
-    view.set_cable(("h1", "lan"), "up")
+    view.links.set_cable(("r2", "r1"), "down")
+    view.links.set_cable(("h1", "lan"), "up")
     assert [(h, kw["method"], kw["link"], kw["state"]) for h, _, kw in asked] == [
         ("lab_a", "set_cable", ["r1", x], "down"), ("lab_b", "set_cable", ["r2", x], "down"),
         ("lab_a", "set_cable", ["h1", "lan"], "up")]  # fmt: skip
     asked.clear()
-    assert view.restore() == ["lab_b: r2->r1 back to configured: boom"]
+    assert view.links.restore() == ["lab_b: r2->r1 back to configured: boom"]
     assert [(h, kw["method"]) for h, _, kw in asked] == [("lab_a", "restore"), ("lab_b", "restore")]
     assert view.current == view.configured
 
@@ -514,7 +515,7 @@ def test_what_a_run_reads_of_a_lab_over_hosts_comes_from_the_keepers_states(tmp_
             "nic_filters": {f"{nodes[0]['name']}:{first}": "hash64"},
         }
     monkeypatch.setattr(multilab.Part, "load_state", lambda self: states[self.state_dir.name])
-    view = multilab._View(lab, t)
+    view = TestbedLab.over(lab, t)
     assert sorted(view.nodes) == ["h1", "h2", "h3", "r1", "r2"]
     assert view.nodes["h3"].pid >= 200 and view.nodes["h3"].mgmt_ip.startswith("172.30.1.")
     ends = view._ends()
@@ -537,7 +538,7 @@ def test_what_a_run_reads_of_a_lab_over_hosts_comes_from_the_keepers_states(tmp_
     asked = []
     monkeypatch.setattr(multilab.Part, "request", lambda self, op, **kw: asked.append((self.host.name, op, kw))
                         or {"value": {f"x-{self.host.name}:eth0": {"rx_packets": 1}}})  # fmt: skip
-    view = multilab._View(lab, t)
+    view = TestbedLab.over(lab, t)
     assert all(n.pid is None for n in view.nodes.values()) and view.unshaped() == {}
     assert view._ends(local=True) == [] and len(view._ends()) == len(ends)
     assert view.interface_counters() == {"x-lab_a:eth0": {"rx_packets": 1}, "x-lab_b:eth0": {"rx_packets": 1}}
