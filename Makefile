@@ -45,7 +45,7 @@ experiment: images ## run experiments/$(NAME).yaml with profile $(PROFILE)
 schema: venv ## regenerate experiments/schema.json from the spec models
 	$(PROTOLAB) schema
 
-lint: venv ## ruff, mypy (the lab's contract), gofmt, go vet, schema and dashboards freshness
+lint: venv ## ruff, mypy (the lab, its contract and what drives it), gofmt, go vet, schema and dashboards freshness
 	$(VENV)/bin/ruff check protolab mininet-topologies bench
 	$(VENV)/bin/ruff format --check protolab mininet-topologies bench
 	$(VENV)/bin/mypy --python-executable $(PY)

@@ -16,16 +16,19 @@ from __future__ import annotations
 
 import threading
 import time
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from . import chaos
 from .model.faults import Event
+
+if TYPE_CHECKING:
+    from .lab.api import RunningLab
 
 
 class Schedule:
     """Runs a phase's events in a thread; `start(t0)` with the phase's monotonic start time."""
 
-    def __init__(self, events: list[Event], lab: Any, on_event: Any = None) -> None:
+    def __init__(self, events: list[Event], lab: RunningLab, on_event: Any = None) -> None:
         self.events, self.lab, self.on_event = sorted(events), lab, on_event
         self.chaos = chaos.Chaos(lab)
         self._thread: threading.Thread | None = None

@@ -17,7 +17,7 @@ import json
 import os
 import time
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import psutil
 
@@ -25,6 +25,9 @@ from . import naming
 from .helperproc import WATCH
 from .hoststats import cgroup_cpu_seconds, softnet
 from .shell import run
+
+if TYPE_CHECKING:
+    from .lab.api import RunningLab
 
 MAX_CPU_BUSY_RATIO = 0.95  # both cores nearly saturated: the workload competes with the emulation itself
 MAX_SOFTIRQ_RATIO = 0.5  # half of all CPU time in softirq: packet processing is the bottleneck
@@ -161,7 +164,7 @@ def assess(before: Snapshot, after: Snapshot) -> tuple[dict[str, float], list[st
     return figures, reasons
 
 
-def helpers_down(lab: Any, prom: Any, since: float, phases: list[Any]) -> list[str]:
+def helpers_down(lab: RunningLab, prom: Any, since: float, phases: list[Any]) -> list[str]:
     """Why the measurement that began at `since` (time.monotonic()) and ends now cannot be trusted because a helper
     was out during it, one reason each naming the helper and its node: link emulators and NIC filters
     (helperproc.WATCH), the nodes' metrics agents (Prometheus's scrapes; nodes a node fault of `phases` acts on are

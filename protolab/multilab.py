@@ -328,6 +328,7 @@ def deploy(topology: Topology, inventory: placement.Inventory, out: Any = sys.st
     p = placement.place(topology, inventory)
     parts = placement.split(topology, p, inventory)
     lab = MultiLab(p)
+    keepers: dict[str, tuple[subprocess.Popen[bytes], Path]] = {}
     for name, t in parts.items():
         part = Part(inventory.get(name), t, state_root() / name)
         part.state_dir.mkdir(parents=True, exist_ok=True)
@@ -341,9 +342,10 @@ def deploy(topology: Topology, inventory: placement.Inventory, out: Any = sys.st
         if ledger is not None:
             ledger.process(part.proc.pid)
         lab.parts[name] = part
+        keepers[name] = (part.proc, part.state_dir / "lab.log")
         print(f"deploying {len(t.hosts)} node(s) of {topology.kind} on {name}", file=out, flush=True)
     try:
-        labctl.await_ready({n: (pt.proc, pt.state_dir / "lab.log") for n, pt in lab.parts.items()}, READY_TIMEOUT)
+        labctl.await_ready(keepers, READY_TIMEOUT)
     except labctl.NotReadyError as e:
         lab.destroy()
         if e.returncode is None:

@@ -28,10 +28,13 @@ import time
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from . import naming, reassembly
 from .impair import Endpoint, Linkem, held_entry, held_packets, ifb_for, parse_held_packets  # noqa: F401 (parse_: its home)
+
+if TYPE_CHECKING:
+    from .lab.api import RunningLab
 
 MIN_BOUND_SECONDS = 2.0  # a lab without a slow link: a FIN exchange and a scheduler's slack
 MARGIN_SECONDS = 1.0
@@ -118,7 +121,7 @@ class Place:
     shell: Callable[[str], str] | None = None
 
 
-def places(lab: Any) -> list[Place]:
+def places(lab: RunningLab) -> list[Place]:
     """Every namespace of `lab` (a Lab, or a lab over several hosts) this machine can read, with the lab's devices
     in it; a node on a host with a kernel of its own through the lab's node shell (its keeper)."""
     out: dict[tuple[str, int | None], Place] = {}
@@ -138,16 +141,16 @@ def places(lab: Any) -> list[Place]:
     return list(out.values())
 
 
-def _node_shell(lab: Any, node: str) -> Callable[[str], str]:
+def _node_shell(lab: RunningLab, node: str) -> Callable[[str], str]:
     return lambda script: str(lab.node_shell(node, script))
 
 
-def _local_ends(lab: Any) -> list[tuple[str, Endpoint]]:
+def _local_ends(lab: RunningLab) -> list[tuple[str, Endpoint]]:
     """Every link end whose namespace is on this machine (a lab over hosts: its emulated hosts' parts)."""
     return list(lab.ends_here())
 
 
-def _host_name(lab: Any, pid: int | None) -> str:
+def _host_name(lab: RunningLab, pid: int | None) -> str:
     """The host side's name: `host` (the root namespace here), or the emulated testbed host whose keeper is pid."""
     if pid is None:
         return "host"
@@ -190,7 +193,7 @@ def read_place(p: Place, proc: Path = Path("/proc"), run: Callable[[list[str]], 
     return out
 
 
-def linkem_sockets(lab: Any) -> list[tuple[str, Path]]:
+def linkem_sockets(lab: RunningLab) -> list[tuple[str, Path]]:
     """The control sockets of the lab's link emulators: this process's (a Lab), or those in each emulated testbed
     host's keeper's state directory (a lab over hosts)."""
     return list(lab.linkem_sockets())
@@ -218,7 +221,7 @@ def read_lab(where: list[Place], emulators: list[tuple[str, Path]]) -> Leftovers
 
 
 # -- the bound and the wait ----------------------------------------------------------------------------------------
-def link_figures(lab: Any) -> tuple[float, float]:
+def link_figures(lab: RunningLab) -> tuple[float, float]:
     """The lab's slowest configured rate (bit/s; UNRATED_BPS when none has one) and the sum of its configured
     one-way delays with 4 jitters (s): every direction, as `configured` has them."""
     imps = [imp for imp, _at in lab.configured.values()]
@@ -280,7 +283,7 @@ def _text(left: Leftovers) -> dict[str, str]:
     return {k: v.what for k, v in sorted(left.items())}
 
 
-def probes(lab: Any) -> list[Probe]:
+def probes(lab: RunningLab) -> list[Probe]:
     """The three kinds for a lab: queues and flows (one read of every place), and fragments."""
     where, emulators = places(lab), linkem_sockets(lab)
     slowest, delays = link_figures(lab)
@@ -295,7 +298,7 @@ def probes(lab: Any) -> list[Probe]:
     ]
 
 
-def _remote_held(lab: Any) -> Leftovers:
+def _remote_held(lab: RunningLab) -> Leftovers:
     """What the link emulators on hosts reached over SSH hold (a lab over hosts: its keepers asked)."""
     return {f"linkem {k}": Left(n, what) for k, (n, what) in lab.remote_held().items()}
 

@@ -32,7 +32,7 @@ import statistics
 import threading
 import time
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from . import impair
 from .impair import Endpoint
@@ -44,6 +44,9 @@ from .workloads.iperf3_runner import Iperf3Runner
 from .workloads.ping_runner import Echo, unanswered_runs
 from .workloads.ping_runner import parse as parse_ping
 from .workloads.ping_runner import summary as ping_summary
+
+if TYPE_CHECKING:
+    from .lab.api import RunningLab
 
 RATE_TOLERANCE = 0.03
 DELAY_TOLERANCE, DELAY_FLOOR = 0.02, 0.0002  # the configured tolerance: 2 % of the RTT, at least 0.2 ms
@@ -136,7 +139,7 @@ def expected(p: ProbePath, configured: dict[tuple[str, str], tuple[Impairment, s
         return configured.get(d, (Impairment(), "sender"))[0]
 
     fwd, rev = p.path, [(y, x) for x, y in reversed(p.path)]
-    rates = [imp(d).rate for d in fwd if imp(d).rate]
+    rates = [r for d in fwd if (r := imp(d).rate)]
     keep = 1.0  # an echo is answered when the request and the reply both get through
     for d in fwd + rev:
         i = imp(d)
@@ -158,7 +161,7 @@ def _tx_bytes(dev: Endpoint) -> int:
     return int(json.loads(out)[0]["stats64"]["tx"]["bytes"])
 
 
-def _udp(lab: Any, p: ProbePath, rate: float, length: int, seconds: float, port: int) -> Iperf3Runner:
+def _udp(lab: RunningLab, p: ProbePath, rate: float, length: int, seconds: float, port: int) -> Iperf3Runner:
     task = Iperf3Task(kind="iperf3", name="selfcheck", client=p.src, server=p.dst, protocol="udp",
                       rate=f"{int(rate)}bit", length=length, duration=f"{seconds:g}s", port=port)  # fmt: skip
     r = Iperf3Runner(task, lab, address=p.dst_ip)
@@ -166,7 +169,7 @@ def _udp(lab: Any, p: ProbePath, rate: float, length: int, seconds: float, port:
     return r
 
 
-def measure_rate(lab: Any, p: ProbePath, want: Expected) -> tuple[float | None, str]:
+def measure_rate(lab: RunningLab, p: ProbePath, want: Expected) -> tuple[float | None, str]:
     """Transmit rate of the shaping device of the spec-rated direction, over the stream's steady part."""
     assert want.rate_bps and want.rated
     sender, receiver = lab.links.ends(*want.rated)
@@ -193,13 +196,13 @@ def measure_rate(lab: Any, p: ProbePath, want: Expected) -> tuple[float | None, 
     return (b1 - b0) * 8 / (t1 - t0), f"tx counter of {dev.intf} over {t1 - t0:.2f} s"
 
 
-def _path_rate(lab: Any, p: ProbePath) -> float | None:
+def _path_rate(lab: RunningLab, p: ProbePath) -> float | None:
     rates = [lab.configured.get(d, (Impairment(), ""))[0].rate for d in p.path]
     return min((r for r in rates if r), default=None)
 
 
 def measure_echo(
-    lab: Any, p: ProbePath, want: Expected, count: int | None = None
+    lab: RunningLab, p: ProbePath, want: Expected, count: int | None = None
 ) -> tuple[int, list[Echo], tuple[float, float] | None]:
     """(requests sent, the answered ones, ping's own (mean, deviation) to the microsecond); requests at most a
     tenth of the path's rate."""
@@ -256,7 +259,7 @@ class Base:
                 **self.percentiles, "through": self.through}  # fmt: skip
 
 
-def _base_series(lab: Any, p: ProbePath, want: Expected) -> tuple[tuple[float, float, list[float]] | None, str]:
+def _base_series(lab: RunningLab, p: ProbePath, want: Expected) -> tuple[tuple[float, float, list[float]] | None, str]:
     """One series of the path's own RTT ((mean, deviation, rtts), or None without an answer) and how it was
     measured: every delayed direction on the path passing packets through the same mechanism without holding them
     (rate kept; delay 1 us, no jitter, loss or corruption): what `delay` is added to. A userspace emulator's
@@ -298,7 +301,7 @@ class Echoes:
         return [e.rtt for e in self.echoes]
 
 
-def _drops(lab: Any) -> dict[str, dict[str, int]] | None:
+def _drops(lab: RunningLab) -> dict[str, dict[str, int]] | None:
     read = getattr(lab, "emulator_drops", None)
     return read() if read else None
 
@@ -312,7 +315,7 @@ def drops_over(before: dict[str, dict[str, int]] | None, after: dict[str, dict[s
     return {link: d for link, causes in out.items() if (d := {c: n for c, n in causes.items() if n > 0})}
 
 
-def measure_echo_on_base(lab: Any, p: ProbePath, want: Expected) -> Echoes:
+def measure_echo_on_base(lab: RunningLab, p: ProbePath, want: Expected) -> Echoes:
     """measure_echo between two series of the path's base (before and after, so the base's drift over the main
     series is measured too; the Base is None when neither series had an answer), and the emulators' count of
     what they lost over the main series."""
@@ -339,7 +342,7 @@ def describe_drops(drops: dict[str, dict[str, int]]) -> str:
     return ", ".join(parts) if parts else "none"
 
 
-def check_direction(lab: Any, p: ProbePath, want: Expected) -> dict[str, Any]:
+def check_direction(lab: RunningLab, p: ProbePath, want: Expected) -> dict[str, Any]:
     from .stats import binomial_interval
 
     a, b = p.direction
@@ -397,7 +400,7 @@ def check_direction(lab: Any, p: ProbePath, want: Expected) -> dict[str, Any]:
     return out
 
 
-def run_all(lab: Any, log: Any = print, family: int = 4) -> list[dict[str, Any]]:
+def run_all(lab: RunningLab, log: Any = print, family: int = 4) -> list[dict[str, Any]]:
     """Probe every direction the spec impairs, over IPv4 or (family 6) IPv6; one result per direction (probed or
     not, and why)."""
     dirs = list(dict.fromkeys(d for item in lab.impairments for d in item.directions()))

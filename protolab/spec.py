@@ -18,7 +18,7 @@ import math
 import re
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Annotated, Any, Literal, Union
+from typing import TYPE_CHECKING, Annotated, Any, Literal, Union
 
 import yaml
 from pydantic import Field, ValidationError, ValidationInfo, field_validator, model_validator
@@ -162,7 +162,10 @@ class NodeSpec(Strict):
     pids: int | None = Field(None, ge=64, description="limit on the container's tasks (threads count); null = 1024")
 
 
-Task = Annotated[Union[tuple(TASK_MODELS.values())], Field(discriminator="kind")]  # noqa: UP007
+if TYPE_CHECKING:  # the union is built from the registry at run time; to the type checker, any task model
+    from .workloads.base import TaskModel as Task
+else:
+    Task = Annotated[Union[tuple(TASK_MODELS.values())], Field(discriminator="kind")]  # noqa: UP007
 
 
 def node_settings(

@@ -59,6 +59,12 @@ class LinkControl(Protocol):
     def set_cable(self, link: Direction, state: str) -> None: ...
 
 
+class Manifested(Protocol):
+    """Something of a lab that says itself in the manifest."""
+
+    def manifest(self) -> dict[str, Any]: ...
+
+
 class RunningLab(NodeAccess, Protocol):
     """What the orchestrator, the self-check, quiescence, the guard and faults use of a running lab."""
 
@@ -81,6 +87,12 @@ class RunningLab(NodeAccess, Protocol):
 
     @property
     def nic_filters(self) -> dict[str, str]: ...
+
+    @property
+    def receive_cpu(self) -> Manifested: ...  # whose cgroup the kernel's receive work is charged to
+
+    @property
+    def containers(self) -> Mapping[str, Any] | str: ...  # each node's privileges and limits, as granted
 
     # life cycle
     def deploy(self) -> None: ...

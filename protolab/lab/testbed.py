@@ -296,6 +296,13 @@ class TestbedLab:
     def nic_filters(self) -> dict[str, str]:
         return {k: v for st in self.states.values() for k, v in (st.get("nic_filters") or {}).items()}
 
+    @property
+    def containers(self) -> str:
+        """The nodes' privileges and limits: each keeper's defaults (a part carries no spec limits yet)."""
+        from .local import container_privileges
+
+        return f"each host keeper's defaults: {container_privileges({})}"
+
     # -- what a run reads of its lab, from the keepers' states and the parts here ---------------------------------
     def _local(self, host: str) -> bool:
         return self._deployed().parts[host].local

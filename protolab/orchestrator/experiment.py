@@ -40,7 +40,8 @@ from .. import (
 from ..errors import EXIT_INTERRUPTED, EXIT_INVALID, EXIT_OK, ImageError, LabError, ProtolabError
 from ..exporter import FaultExporter
 from ..killpoint import killpoint
-from ..lab import Lab, container_privileges
+from ..lab import Lab
+from ..lab.api import RunningLab
 from ..lab.testbed import TestbedLab
 from ..live import LiveView, http_query, progress_line
 from ..results.display import axis_str
@@ -134,7 +135,7 @@ class ExperimentRun:
         self._open()
         signals = Signals(self.rundir.path)
         signals.install()
-        lab: Lab | None = None
+        lab: RunningLab | None = None
         error: BaseException | None = None
         try:
             self._removed_leftovers()
@@ -160,8 +161,7 @@ class ExperimentRun:
                               "links": lab.applied, "self_check": checked, "node_sysctls": lab.node_sysctls(),
                               "offloads": session.best_effort(lab.offloads, {}),
                               "receive_cpu": lab.receive_cpu.manifest(), "nic_filters": lab.nic_filters,
-                              "containers": lab.containers if isinstance(lab, Lab) else "each host keeper's defaults: "
-                              f"{container_privileges({})}"}  # fmt: skip
+                              "containers": lab.containers}  # fmt: skip
                 self.deployments.append(deployment)
                 rng = random.Random(self.plan.base.random_seed + gi)
                 while group:
@@ -219,8 +219,8 @@ class ExperimentRun:
                 continue
             rows = [r for r in self.rows if r["point"] == p.id]
             watched = until.columns or p.experiment.columns()
-            nsd = {c: until.nsd_of_mean([float(r[c]) for r in rows if r.get(c) is not None]) for c in watched}
-            nsd = {c: v for c, v in nsd.items() if v is not None}
+            each = {c: until.nsd_of_mean([float(r[c]) for r in rows if r.get(c) is not None]) for c in watched}
+            nsd = {c: v for c, v in each.items() if v is not None}
             converged = bool(nsd) and all(v < until.until_nsd for v in nsd.values())
             self.repetitions[p.id] = {"n": len(rows), "converged": converged, "nsd_of_mean": nsd}
             if not converged and len(rows) < until.max:
@@ -324,8 +324,8 @@ class ExperimentRun:
                 wr.writerows(row for row in rd if not (len(row) > 1 and gone(row[0], row[1])))
         for k in measurements:
             point, rep = k.split("/")
-            for f in (self.rundir.path / "raw" / "tasks").glob(f"{point}-r{rep}-*.json"):
-                f.unlink()
+            for task_file in (self.rundir.path / "raw" / "tasks").glob(f"{point}-r{rep}-*.json"):
+                task_file.unlink()
 
     def _removed_leftovers(self) -> None:
         """What killed runs left (swept by their ledgers before anything is made) goes into the manifest."""
@@ -370,7 +370,7 @@ class ExperimentRun:
         view = LiveView(self.plan.base.name, self.rundir.run_id, http_query(prom.url))
         return view if view.start() else None
 
-    def _deploy(self, points: list[Point], scope: str) -> Lab | TestbedLab:
+    def _deploy(self, points: list[Point], scope: str) -> RunningLab:
         ex = points[0].experiment
         topology = ex.topology.build()
         images, cpus, commands = node_settings(topology, ex.nodes)
@@ -388,7 +388,7 @@ class ExperimentRun:
         self._draw(lab, scope)
         return lab
 
-    def _draw(self, lab: Lab, scope: str) -> None:
+    def _draw(self, lab: RunningLab, scope: str) -> None:
         """labs/<scope>.dot and .svg: the lab as deployed (rates, configured impairments), for the report."""
         from .. import graph
 
@@ -401,7 +401,7 @@ class ExperimentRun:
         except ProtolabError as exc:  # no graphviz here: the .dot stays, the report goes without the drawing
             log.warning("drawing the lab: %s", exc)
 
-    def _targets(self, lab: Lab, points: list[Point], prom: monitor.Prometheus) -> None:
+    def _targets(self, lab: RunningLab, points: list[Point], prom: monitor.Prometheus) -> None:
         """The lab's agents as the run's Prometheus's targets; over several hosts each host's Prometheus gets its
         own nodes and the run's reads them through federation."""
         extra = scrape_ports(points)  # DIS hosts' /metrics
@@ -412,7 +412,7 @@ class ExperimentRun:
         else:
             prom.wait_targets(nodes)
 
-    def _self_check(self, lab: Lab, ex: Any) -> list[dict[str, Any]] | None:
+    def _self_check(self, lab: RunningLab, ex: Any) -> list[dict[str, Any]] | None:
         """Measure the impaired links before any workload; every miss makes the run invalid."""
         if not ex.self_check or not lab.impairments:
             return None
@@ -425,7 +425,7 @@ class ExperimentRun:
         print(f"  self-check took {time.monotonic() - t0:.1f}s", flush=True)
         return results
 
-    def _measure(self, point: Point, rep: int, lab: Lab, prom: monitor.Prometheus) -> dict[str, Any]:
+    def _measure(self, point: Point, rep: int, lab: RunningLab, prom: monitor.Prometheus) -> dict[str, Any]:
         ex = point.experiment
         row: dict[str, Any] = {"point": point.id, "repetition": rep, **{k: _cell(v) for k, v in point.values.items()}}
         # the last measurement's queues, flows and fragments gone from the lab, or this one is invalid
@@ -467,7 +467,7 @@ class ExperimentRun:
             row[m.column] = collect.column(m, windows, prom, keep)
         return row
 
-    def _record_phase(self, point: Point, rep: int, out: PhaseOutcome, row: dict[str, Any], lab: Any) -> None:
+    def _record_phase(self, point: Point, rep: int, out: PhaseOutcome, row: dict[str, Any], lab: RunningLab) -> None:
         """The phase's fault events and link restore first (kept even when a task failed), then its figures."""
         if out.events:
             errors = []
@@ -507,12 +507,12 @@ class ExperimentRun:
             for series, ts, value, *labels in r.series():
                 self.raw.write(point.id, rep, out.name, series, labels[0] if labels else {}, ts, value)
 
-    def _destroy(self, lab: Lab) -> None:
+    def _destroy(self, lab: RunningLab) -> None:
         killpoint("teardown")  # test hook (protolab.killpoint), before each step of a teardown
         lab.teardown()
         self.teardown_failures += lab.teardown_failures
 
-    def _close(self, lab: Lab | None, error: BaseException | None, signals: Signals) -> None:
+    def _close(self, lab: RunningLab | None, error: BaseException | None, signals: Signals) -> None:
         """Teardown first (unless --keep on success), then each later step on its own: the raw series and the
         exporter closed, the manifest's end, the results, the ledger's last sweep. A step that fails (a full disk,
         a read-only results folder) is recorded and said, and the steps after it still run; results that cannot
@@ -556,7 +556,7 @@ class ExperimentRun:
             log.debug("%s", what, exc_info=True)
             return None
 
-    def _teardown(self, lab: Lab | None, error: BaseException | None) -> None:
+    def _teardown(self, lab: RunningLab | None, error: BaseException | None) -> None:
         """The lab, the testbed hosts' parts, monitoring and whatever the ledger lists (unless --keep on success);
         an exception of its own is a teardown failure too (recorded, not raised: the ledger then stays for
         `protolab clean`)."""

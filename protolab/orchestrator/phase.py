@@ -7,12 +7,15 @@ import logging
 import threading
 import time
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from .. import faults
 from ..errors import TaskHungError
 from ..workloads import WorkloadError, WorkloadRunner, runner_for
 from .sysctls import PhaseSysctls
+
+if TYPE_CHECKING:
+    from ..lab.api import RunningLab
 
 log = logging.getLogger(__name__)
 LATE_START_NOTICE_SECONDS = 0.5  # a task starting later than this after its phase is said in the log
@@ -42,7 +45,7 @@ class PhaseOutcome:
     error: Exception | None = None  # a hung or failed task: recorded what happened, then the run stops
 
 
-def run_phase(phase: Any, lab: Any, warmup: float, margin: float, exporter: Any, where: str) -> PhaseOutcome:
+def run_phase(phase: Any, lab: RunningLab, warmup: float, margin: float, exporter: Any, where: str) -> PhaseOutcome:
     """Run the phase's tasks and faults; the nodes and links are put back even when a task hangs or fails."""
     out = PhaseOutcome(phase.name)
     runners = [runner_for(t, lab) for t in phase.tasks]

@@ -10,10 +10,13 @@ import sys
 import threading
 import time
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from .. import environment, monitor
 from ..results.store import CONSOLE_LOG, SCHEMA_VERSION
+
+if TYPE_CHECKING:
+    from ..lab.api import RunningLab
 
 log = logging.getLogger(__name__)
 
@@ -31,7 +34,8 @@ class Signals:
     HANDLED = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
 
     def __init__(self, log_dir: Path) -> None:
-        self.log_dir, self.received, self.finishing = log_dir, [], False
+        self.log_dir, self.finishing = log_dir, False
+        self.received: list[str] = []
         self.old: dict[int, Any] = {}
 
     def install(self) -> None:
@@ -120,7 +124,7 @@ def manifest(plan: Any, run_id: str, started: str, images: dict[str, str]) -> di
     }
 
 
-def teardown(lab: Any, ledger: Any) -> list[str]:
+def teardown(lab: RunningLab | None, ledger: Any) -> list[str]:
     """Best effort, object by object: the lab, the monitoring stack, then whatever the ledger still lists
     but the run record; returns every failure (left in the ledger for `clean`)."""
     failures: list[str] = []

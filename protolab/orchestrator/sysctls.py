@@ -8,9 +8,12 @@ and quoted here as well, as is every value read back from the kernel."""
 from __future__ import annotations
 
 import shlex
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ..workloads import WorkloadError
+
+if TYPE_CHECKING:
+    from ..lab.api import RunningLab
 
 
 def _script(*argv: str) -> str:
@@ -19,7 +22,7 @@ def _script(*argv: str) -> str:
 
 
 class PhaseSysctls:
-    def __init__(self, lab: Any) -> None:
+    def __init__(self, lab: RunningLab) -> None:
         self.lab = lab
         self._undo: list[tuple[str, str, str]] = []  # (node, key, value before)
 

@@ -14,7 +14,7 @@ from typing import Any, Literal
 
 from pydantic import Field
 
-from .base import TaskModel, WorkloadError, WorkloadRunner, workload
+from .base import LabAPI, TaskModel, WorkloadError, WorkloadRunner, workload
 
 
 @workload("command", runner="protolab.workloads.command:CommandRunner")
@@ -32,7 +32,7 @@ class CommandTask(TaskModel):
 
 
 class CommandRunner(WorkloadRunner[CommandTask]):
-    def __init__(self, task: CommandTask, lab: Any) -> None:
+    def __init__(self, task: CommandTask, lab: LabAPI) -> None:
         super().__init__(task, lab)
         self.code: int | None = None
         self.elapsed: float | None = None

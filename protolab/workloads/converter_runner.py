@@ -30,7 +30,7 @@ from ..hoststats import cgroup_cpu_seconds, parse_proc_net_dev
 from ..shell import run as sh
 from ..topo import Topology
 from ..units import format_rate
-from .base import WorkloadError, WorkloadRunner, json_report
+from .base import LabAPI, WorkloadError, WorkloadRunner, json_report
 from .converter import COLUMNS, SEGMENTS, ConverterTask
 
 LEAD = 3.0  # C_1/C_2 run this much longer than the sources: their start-up, before the sources begin
@@ -321,10 +321,10 @@ def priority_loss(roles: Roles, reports: dict[str, dict[str, Any]]) -> float | N
 
 # -- the runner -----------------------------------------------------------------------------------------------
 class ConverterRunner(WorkloadRunner[ConverterTask]):
-    def __init__(self, task: ConverterTask, lab: Any) -> None:
+    def __init__(self, task: ConverterTask, lab: LabAPI) -> None:
         super().__init__(task, lab)
-        self.topology: Topology = lab.topology if lab is not None else None  # type: ignore[assignment]
-        self.roles = Roles.of(self.topology, task.router) if lab is not None else None
+        self.topology: Topology = lab.topology
+        self.roles = Roles.of(self.topology, task.router)
         self.reports: dict[str, dict[str, Any]] = {}
         self._outs: dict[str, tuple[int, str, str]] = {}
         self._threads: dict[str, threading.Thread] = {}
@@ -365,7 +365,6 @@ class ConverterRunner(WorkloadRunner[ConverterTask]):
             raise WorkloadError(f"converter task {self.task.name}: {pending} did not come up in {READY_TIMEOUT:g}s")
 
     def prepare(self) -> None:
-        assert self.roles is not None
         far = sorted(n for n in self.roles.all() if self.lab.nodes[n].pid is None)
         if far:
             raise WorkloadError(f"converter task {self.task.name}: {', '.join(far)} on a testbed host with a kernel of "
@@ -379,7 +378,6 @@ class ConverterRunner(WorkloadRunner[ConverterTask]):
         self.lab.sync_nic_filters()  # the converters' joins in the NIC filters' model before the sources start
 
     def run(self) -> None:
-        assert self.roles is not None
         t = self.task
         pids = {n: self.lab.nodes[n].pid for n in self.roles.all()}
         hubs = [s.name for s in self.topology.switches if s.mode == "hub"]

@@ -27,7 +27,7 @@ from typing import Any
 
 from .. import naming
 from ..shell import run as sh
-from .base import WorkloadError, WorkloadRunner, json_report
+from .base import LabAPI, WorkloadError, WorkloadRunner, json_report
 from .dis import COLUMNS, DisTask
 
 # $1 the CPU mask, then the interfaces (arguments, never code): each one's receive queues steered to the mask
@@ -45,7 +45,7 @@ log = logging.getLogger(__name__)
 
 
 class DisRunner(WorkloadRunner[DisTask]):
-    def __init__(self, task: DisTask, lab: Any) -> None:
+    def __init__(self, task: DisTask, lab: LabAPI) -> None:
         super().__init__(task, lab)
         self.ready = f"/tmp/protolab-dishost-{task.name}.ready"
         self._recv_out: tuple[int, str, str] | None = None

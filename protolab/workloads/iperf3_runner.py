@@ -10,7 +10,7 @@ import threading
 import time
 from typing import Any
 
-from .base import WorkloadError, WorkloadRunner, json_report, wait_in_node
+from .base import LabAPI, WorkloadError, WorkloadRunner, json_report, wait_in_node
 from .iperf3 import Iperf3Task
 
 HANDSHAKE_ERROR = "unable to read from stream socket"
@@ -26,7 +26,7 @@ SENDER_AHEAD_BOUND_S = 0.02
 
 
 class Iperf3Runner(WorkloadRunner[Iperf3Task]):
-    def __init__(self, task: Iperf3Task, lab: Any, address: str | None = None) -> None:
+    def __init__(self, task: Iperf3Task, lab: LabAPI, address: str | None = None) -> None:
         super().__init__(task, lab)
         self.address = address  # the server's address to use (default: its first interface's)
         self._server_out: tuple[int, str, str] | None = None

@@ -8,7 +8,7 @@ import statistics
 from dataclasses import dataclass
 from typing import Any
 
-from .base import WorkloadError, WorkloadRunner
+from .base import LabAPI, WorkloadError, WorkloadRunner
 from .ping import PingTask
 
 _REPLY = re.compile(r"^\[(\d+\.\d+)\] \d+ bytes from \S+: icmp_seq=(\d+) ttl=\d+ time=([\d.]+) ms(.*)$", re.M)
@@ -132,7 +132,7 @@ def _quantile(sorted_values: list[float], q: float) -> float:
 
 
 class PingRunner(WorkloadRunner[PingTask]):
-    def __init__(self, task: PingTask, lab: Any) -> None:
+    def __init__(self, task: PingTask, lab: LabAPI) -> None:
         super().__init__(task, lab)
         self.sent = 0
         self.echoes: list[Echo] = []

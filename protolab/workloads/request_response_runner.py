@@ -10,7 +10,7 @@ import time
 from datetime import UTC, datetime
 from typing import Any
 
-from .base import WorkloadError, WorkloadRunner, wait_in_node
+from .base import LabAPI, WorkloadError, WorkloadRunner, wait_in_node
 from .request_response import RequestResponseTask
 from .spims_agent import Responder, TransportUnavailableError, initiate, target
 
@@ -92,7 +92,7 @@ def rtt_max(result: dict[str, Any]) -> float | None:
 
 
 class RequestResponseRunner(WorkloadRunner[RequestResponseTask]):
-    def __init__(self, task: RequestResponseTask, lab: Any) -> None:
+    def __init__(self, task: RequestResponseTask, lab: LabAPI) -> None:
         super().__init__(task, lab)
         self.result_json: dict[str, Any] = {}
         self.responder: Responder | None = None

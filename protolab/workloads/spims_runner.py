@@ -18,7 +18,7 @@ from typing import Any
 from ..hoststats import cgroup_cpu_seconds
 from ..spims import Dist, Job
 from ..stats import describe
-from .base import WorkloadError, WorkloadRunner
+from .base import LabAPI, WorkloadError, WorkloadRunner
 from .spims import QUANTITY, SpimsTask, aggregate_composer
 from .spims_agent import Responder, TransportUnavailableError, initiate, interrupt, target
 
@@ -119,7 +119,7 @@ def cores(before: float | None, after: float | None, wall: float) -> float | Non
 
 
 class SpimsRunner(WorkloadRunner[SpimsTask]):
-    def __init__(self, task: SpimsTask, lab: Any) -> None:
+    def __init__(self, task: SpimsTask, lab: LabAPI) -> None:
         super().__init__(task, lab)
         self.jobs = task.jobs()
         self.ports = {j.id: task.port + i for i, j in enumerate(self.jobs)}
@@ -202,7 +202,8 @@ class SpimsRunner(WorkloadRunner[SpimsTask]):
         return {"jobs": [j.as_dict() for j in self.jobs], "results": trimmed, "responder_errors": errors}
 
     def result(self) -> dict[str, float | None]:
-        t, out = self.task, {}
+        t = self.task
+        out: dict[str, float | None] = {}
         if self.skipped:
             return dict.fromkeys(t.columns())
         for g in sorted({j.group for j in self.jobs}):

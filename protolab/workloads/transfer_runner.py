@@ -21,7 +21,7 @@ import threading
 from typing import Any
 
 from ..hoststats import parse_snmp
-from .base import WorkloadError, WorkloadRunner, wait_in_node
+from .base import LabAPI, WorkloadError, WorkloadRunner, wait_in_node
 from .spims_agent import Responder, TransportUnavailableError, initiate, interrupt, target
 from .transfer import COLUMNS, EXPEDITED_BYTES, FRAME_OVERHEAD, TransferTask
 
@@ -254,7 +254,7 @@ class _Sampler:
     """One shell loop on a host printing `T <time>` and the matching sockets of `ss -Htmi` every 0.1 s until a
     stop file appears (or `limit` seconds pass)."""
 
-    def __init__(self, lab: Any, host: str, ss_filter: str, marker: str, limit: float) -> None:
+    def __init__(self, lab: LabAPI, host: str, ss_filter: str, marker: str, limit: float) -> None:
         self.lab, self.host = lab, host
         if "/" in marker or any(c.isspace() for c in marker):
             raise WorkloadError(f"transfer sampler on {host}: {marker!r} cannot name a file")
@@ -276,7 +276,7 @@ class _Sampler:
 
 
 class TransferRunner(WorkloadRunner[TransferTask]):
-    def __init__(self, task: TransferTask, lab: Any) -> None:
+    def __init__(self, task: TransferTask, lab: LabAPI) -> None:
         super().__init__(task, lab)
         self.sender_report: dict[str, Any] = {}
         self.receiver_report: dict[str, Any] = {}
