@@ -25,7 +25,7 @@ before a link comes up, hence a second `ip -batch` enslaving the ports and setti
 `tc -batch` with HTB at the rate and a pfifo leaf on every bridge port. Per container, on the same pool: ethtool
 on its bridge port, and one `nsenter -t <pid> -n sh` running an `ip -batch` (address, up, the multicast route),
 a `tc -batch` (HTB + pfifo on its end), ethtool (segmentation offloads off) and the default route removed. That
-is everything Lab's deploy leaves behind, with the same HTB parameters (protolab.impair's), including what Lab
+is everything Lab's deploy leaves behind, with the same HTB parameters (protolab.lab.impair's), including what Lab
 makes around the lab: the management network when it is missing and the bridged-forwarding accept rule where
 Docker's FORWARD policy would drop bridged frames. Teardown: one `ip -batch` deleting every bridge port (so the
 veth pairs) and the bridge, each container disconnected from the management network one after the other and
@@ -74,10 +74,10 @@ import docker.errors
 
 from bench import OUT
 from bench.deploy import IMAGE, RATE, deploy_once, switched_topology
-from protolab import cleanup, dockerhost, environment, firewall, naming, ownership
+from protolab import cleanup, dockerhost, environment, naming, ownership
 from protolab.errors import LabError, ProtolabError
-from protolab.impair import _rate_args
-from protolab.lab import CAPABILITIES, MULTICAST_PREFIX, OFFLOADS, exec_in
+from protolab.lab import CAPABILITIES, MULTICAST_PREFIX, OFFLOADS, exec_in, firewall
+from protolab.lab.impair import _rate_args
 from protolab.model.impairment import Impairment
 from protolab.ownership import Context, Ledger
 from protolab.shell import run as sh
@@ -119,7 +119,7 @@ def batch(tool: str, lines: list[str]) -> None:
 
 
 def htb_lines(intf: str, rate_bps: float, limit: int) -> list[str]:
-    """HTB at the rate and a pfifo leaf: what protolab.impair.Backend.shape installs for a rate-only link."""
+    """HTB at the rate and a pfifo leaf: what protolab.lab.impair.Backend.shape installs for a rate-only link."""
     return [
         f"qdisc add dev {intf} root handle 1: htb default 1",
         f"class add dev {intf} parent 1: classid 1:1 htb {' '.join(_rate_args(rate_bps))}",

@@ -23,8 +23,8 @@ import time
 from concurrent.futures import ThreadPoolExecutor
 
 from bench import write_result
-from protolab import cleanup, impair, topo
-from protolab.lab import Lab
+from protolab import cleanup, topo
+from protolab.lab import Lab, impair
 from protolab.model.impairment import Impairment
 
 FULL = Impairment(rate="50Mbit", delay="10ms", jitter="1ms", loss="1%")

@@ -7,7 +7,7 @@ One machine cannot show k hosts' cores, so the table is a model built from figur
 - memory per node container at the largest N it measured, and the memory available now: N_max, the nodes one
   such host holds (as deploy_floor's own check: per container x 1.2, plus 256 MiB kept);
 - c, the seconds one stitched link takes to set up on its two hosts, measured here: two network namespaces for the
-  hosts joined by a veth underlay, and per round the stitch bridge, the VXLAN end (protolab.stitch.attach) and
+  hosts joined by a veth underlay, and per round the stitch bridge, the VXLAN end (protolab.lab.stitch.attach) and
   the MTU on both sides, timed, then removed (median of the rounds).
 
 Model for k hosts, each like this one: multilab deploys the parts at once (a keeper per host), so a lab of N nodes
@@ -29,7 +29,8 @@ from typing import Any
 
 from bench import OUT, write_result
 from bench.deploy_floor import MEMORY_MARGIN, MEMORY_RESERVE_MIB, mem_available_mib
-from protolab import placement, stitch
+from protolab import placement
+from protolab.lab import stitch
 from protolab.shell import in_netns, run
 from protolab.topo import VxlanEnd
 

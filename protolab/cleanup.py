@@ -20,9 +20,10 @@ import os
 import shutil
 from pathlib import Path
 
-from . import dockerhost, naming, ownership, rxcpu
+from . import dockerhost, naming, ownership
 from .errors import DockerUnreachableError, LabBusyError
 from .killpoint import killpoint
+from .lab import rxcpu
 from .ownership import Context, Ledger
 
 

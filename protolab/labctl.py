@@ -282,7 +282,7 @@ class Keeper:
         ledger = ownership.begin_run(run_id, None)
         backend = None
         if self.req.backend != "auto":
-            from . import impair
+            from .lab import impair
 
             backend, _probe = impair.choose(self.req.backend)
         self.lab = Lab(p.topology, run_id, p.images, p.cpus, commands=p.commands, impairments=p.impairments,
@@ -331,7 +331,7 @@ class Keeper:
             if op == "nic_sync":  # the NIC filters' model up to the nodes' joins (a runner's receivers joined)
                 return {"ok": True, "joined": self.lab.sync_nic_filters()}
             if op == "helpers":  # this keeper's watch of its link emulators and NIC filters, `ago` seconds back
-                from .helperproc import WATCH
+                from .lab.helperproc import WATCH
 
                 ago = float(req.get("ago", 0.0))
                 if not 0 <= ago <= 7 * 86400:
@@ -345,16 +345,16 @@ class Keeper:
             return {"ok": False, "error": str(exc).strip("'\"")}
 
     def _held(self) -> dict[str, list[Any]]:
-        """The packets this keeper's link emulators hold (protolab.quiesce's wait), as {name: [bytes, what]}."""
-        from .impair import Linkem, held_entry, held_packets
+        """The packets this keeper's link emulators hold (protolab.lab.quiesce's wait), as {name: [bytes, what]}."""
+        from .lab.impair import Linkem, held_entry, held_packets
 
         held = {lk.name: held_packets(lk.control, 2.0) for lk in list(Linkem._running.values())}
         return {name: list(held_entry(n)) for name, n in held.items() if n}
 
     def _guard(self) -> dict[str, Any]:
-        """This host's self-saturation snapshot (protolab.guard): its CPU, softnet and unconfigured queues' drops,
+        """This host's self-saturation snapshot (protolab.lab.guard): its CPU, softnet and unconfigured queues' drops,
         its nodes and this keeper counted as the lab's."""
-        from . import guard
+        from .lab import guard
 
         snap = guard.snapshot(self.lab.unshaped(), [n.pid for n in self.lab.nodes.values()], [os.getpid()])
         return dataclasses.asdict(snap)
@@ -426,7 +426,7 @@ class Keeper:
         return {"ok": True, "current": current, "cut": [list(k) for k in sorted(links.cut)]}
 
     def _check(self, family: int = 4) -> dict[str, Any]:
-        from . import selfcheck
+        from .lab import selfcheck
 
         lines: list[str] = []
         results = selfcheck.run_all(self.lab, log=lines.append, family=family)
@@ -692,7 +692,7 @@ def inspect_text(st: dict[str, Any]) -> str:
     if st["checks"]:
         lines += ["", f"last self-check ({st['checks'][0]['at']}):"]
         for r in st["checks"]:
-            from .selfcheck import summarize
+            from .lab.selfcheck import summarize
 
             lines.append(f"  {r['from']}->{r['to']}: " + (r.get("skipped") or summarize(r)))
     return "\n".join(lines)

@@ -109,7 +109,7 @@ class Topology:
     impairments: list[LinkImpairment] = field(default_factory=list)  # from a topology file, per link direction
     source: str | None = None  # the file it was read from (None: a generator or inline)
     ipv6: bool = True  # every addressed interface also gets its IPv4 address's IPv6 twin (v6_address)
-    receive_cpu: str = "node"  # whose CPU kernel receive work is charged to (protolab.rxcpu.MODES)
+    receive_cpu: str = "node"  # whose CPU kernel receive work is charged to (protolab.lab.rxcpu.MODES)
 
     def to_json(self) -> dict[str, Any]:
         """Everything it holds, resolved (addresses, routes, impairments): what a testbed host's lab keeper is

@@ -3,8 +3,11 @@ impaired (protolab.lab.local's `Lab`); a lab over the testbed hosts of an invent
 (protolab.lab.testbed's `TestbedLab`); and the contract the rest of protolab uses of a running lab, wherever it
 runs (protolab.lab.api's `RunningLab`), which both keep.
 
-Its mechanisms (the link state, impairment backends, the self-check, faults, quiescence ...) are still
-top-level modules of protolab; they move in here one at a time.
+Its mechanisms live here beside them: the link state (linkstate) and the impairment backends (impair), the
+measured check of the impaired links (selfcheck), faults and chaos, quiescence between measurements (quiesce,
+reassembly), the self-saturation guard (guard), the helper processes and their watch (helperproc), the NIC
+filters (nicfilter), where receive work is charged (rxcpu), the lab's firewall rules (firewall) and the VXLAN
+stitches between testbed hosts (stitch).
 
 The names below load on first use (PEP 562), so importing the contract (lab.api) loads no implementation.
 """

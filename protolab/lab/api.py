@@ -18,9 +18,9 @@ from typing import TYPE_CHECKING, Any, Protocol
 if TYPE_CHECKING:
     from pathlib import Path
 
-    from ..impair import Endpoint
     from ..model.impairment import Impairment, LinkImpairment
     from ..topo import Topology
+    from .impair import Endpoint
 
 Direction = tuple[str, str]  # (from node, to node)
 Setting = tuple["Impairment", str]  # an impairment and where it applies ("sender" or "receiver")

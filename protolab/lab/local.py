@@ -31,16 +31,17 @@ from typing import Any
 import docker
 import docker.errors
 
-from .. import dockerhost, firewall, impair, mnlog, naming, nicfilter, ownership, rxcpu, stitch, topo
+from .. import dockerhost, mnlog, naming, ownership, topo
 from ..errors import ExecTimeoutError, LabError, ProtolabError
 from ..hoststats import parse_proc_net_dev
-from ..impair import Endpoint
-from ..linkstate import LinkState, wanted_settings
 from ..model.impairment import Impairment, LinkImpairment
 from ..ownership import Ledger
 from ..shell import CommandError, in_netns, run
 from ..topo import Topology
 from ..units import format_rate
+from . import firewall, impair, nicfilter, rxcpu, stitch
+from .impair import Endpoint
+from .linkstate import LinkState, wanted_settings
 
 log = logging.getLogger(__name__)
 
@@ -138,7 +139,7 @@ def node_classes():
                      **params: Any) -> None:  # fmt: skip
             self.mode, self.capacity_bps, self.multicast_snooping = mode, capacity_bps, multicast_snooping
             self.queue_frames = queue_frames
-            self.vxlan = vxlan  # a stitch bridge: its half of a link to another testbed host (protolab.stitch)
+            self.vxlan = vxlan  # a stitch bridge: its half of a link to another testbed host (protolab.lab.stitch)
             self.run_id = run_id
             super().__init__(name, stp=False, **params)
 
@@ -539,7 +540,7 @@ class Lab:
         self.links = LinkState(self.link_ends, self.backend, self.ledger)
         self.links.configure(wanted)
 
-    # read-only views of the link state (protolab.linkstate owns it)
+    # read-only views of the link state (protolab.lab.linkstate owns it)
     @property
     def configured(self) -> dict[tuple[str, str], tuple[Impairment, str]]:
         return self.links.configured if self.links else {}
@@ -607,7 +608,7 @@ class Lab:
                         raise LabError(f"{h.name}: address {addr} missing after configuration:\n{out}")
 
     def _charge_receive_work(self) -> None:
-        """Each node's kernel receive work charged to the node's own cgroup (protolab.rxcpu; mode `node`)."""
+        """Each node's kernel receive work charged to the node's own cgroup (protolab.lab.rxcpu; mode `node`)."""
         if self.receive_cpu.mode != "node":
             self.actions.append("receive work charged in context (topology receive_cpu: in_context)")
             return

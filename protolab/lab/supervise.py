@@ -227,7 +227,7 @@ def supervised_text(st: dict[str, Any]) -> str:
         rtt = (f"underlay RTT {u['rtt_mean_seconds'] * 1e3:.3f} ms, sd {u['rtt_sd_seconds'] * 1e6:.0f} us"
                if "rtt_mean_seconds" in u else u.get("error", "not measured"))  # fmt: skip
         lines.append(f"  stitched {'-'.join(s['link'])}: VNI {s['vni']}, MTU {s['mtu']}, {rtt}")
-    from ..selfcheck import summarize
+    from .selfcheck import summarize
 
     for c in st.get("checks") or []:
         lines.append(f"  self-check across {c['from']}->{c['to']}: " + (c.get("skipped") or summarize(c)))

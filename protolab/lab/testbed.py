@@ -34,9 +34,9 @@ from typing import TYPE_CHECKING, Any
 
 from .. import hostmon, multilab, placement
 from ..errors import LabError, ProtolabError
-from ..impair import Endpoint
 from ..model.impairment import Impairment
 from ..topo import Topology, v6_address
+from .impair import Endpoint
 
 if TYPE_CHECKING:
     from .. import ownership
@@ -65,7 +65,7 @@ class TestbedLinks:
     __test__ = False  # not a pytest class, for all its name
 
     def __init__(self, parts: multilab.MultiLab, topology: Topology, states: dict[str, dict[str, Any]]) -> None:
-        from ..linkstate import wanted_settings
+        from .linkstate import wanted_settings
 
         self.parts, self.states = parts, states
         self.configured: dict[Direction, Setting] = wanted_settings(topology, list(topology.impairments))
@@ -75,7 +75,7 @@ class TestbedLinks:
     def step(self, link: tuple[str, str], direction: str, change: Impairment | None) -> None:
         """LinkState.step over hosts: the fields given in `change` replace the current ones of the direction(s),
         each changed by the keeper that applies it."""
-        from ..linkstate import step_changes
+        from .linkstate import step_changes
 
         for d, imp, at in step_changes(self.current, link, direction, change):
             self.replace(*d, imp, at)
@@ -351,7 +351,7 @@ class TestbedLab:
 
     def linkem_sockets(self) -> list[tuple[str, Path]]:
         """The control sockets of the link emulators of the parts on this machine (emulated hosts): in each
-        keeper's state directory, named "<host> <socket>" (protolab.quiesce reads them)."""
+        keeper's state directory, named "<host> <socket>" (protolab.lab.quiesce reads them)."""
         return [(f"{h} {p.name}", p) for h, part in sorted(self._deployed().parts.items()) if not part.remote
                 for p in sorted((part.state_dir / "linkem").glob("*.sock"))]  # fmt: skip
 
@@ -372,7 +372,7 @@ class TestbedLab:
 
     def remote_held(self) -> dict[str, tuple[int, str]]:
         """What the link emulators of the parts on hosts reached over SSH hold, asked of their keepers (a part
-        here is read on its sockets: protolab.quiesce): {"<host> <emulator>": (bytes, what)}; a keeper that does
+        here is read on its sockets: protolab.lab.quiesce): {"<host> <emulator>": (bytes, what)}; a keeper that does
         not answer is an entry too, with 0 bytes and why."""
         out: dict[str, tuple[int, str]] = {}
         for h, part in sorted(self._deployed().parts.items()):
@@ -389,7 +389,7 @@ class TestbedLab:
     def emulator_drops(self) -> dict[str, dict[str, int]]:
         """The link emulators' losses by cause (impair.parse_drops): a part's here read on its sockets, a part's on
         a host reached over SSH asked of its keeper."""
-        from ..impair import linkem_drops
+        from .impair import linkem_drops
 
         out = linkem_drops(self.linkem_sockets())
         for part in self._deployed().parts.values():
@@ -467,11 +467,11 @@ class TestbedLab:
 
 
 def check_stitches(parts: multilab.MultiLab, topology: Topology, log: Any = print) -> list[dict[str, Any]]:
-    """protolab.selfcheck across every impaired direction of a stitched link, before any workload: a probe pair
+    """protolab.lab.selfcheck across every impaired direction of a stitched link, before any workload: a probe pair
     whose path crosses it (end to end through both hosts' shapers and the tunnel), RTT over the path's own base
     (its delays set to 1 us through the keepers, then put back), loss, and the rate at the shaping interface,
     against selfcheck's bounds; one result per direction."""
-    from .. import selfcheck
+    from . import selfcheck
 
     lab = TestbedLab.over(parts, topology)
     crossing = {d for s in parts.placement.stitches for d in (tuple(s.link), tuple(reversed(s.link)))}

@@ -5,10 +5,10 @@ Times are relative to the start of the phase that lists them. A flap expands int
 fault with `for` into its start and its end (kill -> restart, pause -> unpause, stress -> stress_stop,
 cpu -> cpu_restore) when the end falls inside the phase (else the phase's restore ends it). A phase's faults
 expand to at most MAX_FAULT_EVENTS_PER_PHASE events (checked when a spec is validated and again when a
-schedule is expanded). An `Event` carries its planned time and, once protolab.faults has run it, its actual
+schedule is expanded). An `Event` carries its planned time and, once protolab.lab.faults has run it, its actual
 time, error and what it did (`detail`). Its `name` is what it acts on, a link's "h1-s1" or a node's "h2": the
 `link` label of the orchestrator's gauges and the `link` column of faults.csv, so the recording rules and
-dashboards that group by link show node faults too (protolab.chaos runs node events).
+dashboards that group by link show node faults too (protolab.lab.chaos runs node events).
 """
 
 from __future__ import annotations

@@ -2,7 +2,7 @@
 
 An impairment belongs to one direction of one link (`from` -> `to`), applied at the sender's egress
 (`at: sender`, the default) or at the receiver's ingress (`at: receiver`, through an IFB). The backends
-that install them are in protolab.impair. netem's queue limit is sized from rate x (delay + jitter) so the
+that install them are in protolab.lab.impair. netem's queue limit is sized from rate x (delay + jitter) so the
 1000-packet default never drops silently.
 """
 

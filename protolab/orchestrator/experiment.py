@@ -22,25 +22,11 @@ import time
 from pathlib import Path
 from typing import Any
 
-from .. import (
-    calibration,
-    dockerhost,
-    environment,
-    guard,
-    hostmon,
-    hostrun,
-    impair,
-    monitor,
-    multilab,
-    naming,
-    ownership,
-    quiesce,
-    selfcheck,
-)
+from .. import calibration, dockerhost, environment, hostmon, hostrun, monitor, multilab, naming, ownership
 from ..errors import EXIT_INTERRUPTED, EXIT_INVALID, EXIT_OK, ImageError, LabError, ProtolabError
 from ..exporter import FaultExporter
 from ..killpoint import killpoint
-from ..lab import Lab
+from ..lab import Lab, guard, impair, quiesce, selfcheck
 from ..lab.api import RunningLab
 from ..lab.testbed import TestbedLab
 from ..live import LiveView, http_query, progress_line

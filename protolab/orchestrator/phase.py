@@ -9,8 +9,8 @@ import time
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from .. import faults
 from ..errors import TaskHungError
+from ..lab import faults
 from ..workloads import WorkloadError, WorkloadRunner, runner_for
 from .sysctls import PhaseSysctls
 

@@ -3,9 +3,9 @@ type checker sees them, member types included; a lab missing a member, or with o
 (test_lab_api checks the same at run time by name and parameters.)"""
 
 from protolab.lab.api import LinkControl, NodeAccess, RunningLab
+from protolab.lab.linkstate import LinkState
 from protolab.lab.local import Lab
 from protolab.lab.testbed import TestbedLab, TestbedLinks
-from protolab.linkstate import LinkState
 
 
 def both_labs_keep_the_contract(one_machine: Lab, testbed: TestbedLab) -> tuple[RunningLab, RunningLab]:

@@ -1,4 +1,4 @@
-"""Every measurement starts on idle links (protolab.quiesce): a TCP bulk point followed by a latency point over a
+"""Every measurement starts on idle links (protolab.lab.quiesce): a TCP bulk point followed by a latency point over a
 slow link gives the latency point's figures it has when it runs first.
 
 h1 - r1 - h2, the r1-h2 link 1.5 Mbit/s and 25 ms each way. The bulk point sends TCP from h1 to h2 as fast as the

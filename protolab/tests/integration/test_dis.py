@@ -20,7 +20,7 @@ from pydantic import TypeAdapter
 
 from protolab import cleanup, monitor, naming, topo
 from protolab.lab import Lab
-from protolab.linkstate import cut_end
+from protolab.lab.linkstate import cut_end
 from protolab.shell import run as sh
 from protolab.spec import Task
 from protolab.workloads.dis_runner import DisRunner

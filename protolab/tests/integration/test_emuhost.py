@@ -1,6 +1,6 @@
 """Two testbed hosts emulated on one machine (issue 18, item 5): network namespaces with a Docker engine each
 (protolab.emuhost), joined by an underlay bridge. Placement puts the triangle's hub LAN on one and r2 on the other;
-r1 and r2 run as containers on their own host's engine, and the stitched r1-r2 link (protolab.stitch) carries a
+r1 and r2 run as containers on their own host's engine, and the stitched r1-r2 link (protolab.lab.stitch) carries a
 TCP flow between them. Then the run's ledger removes engines, containers, namespaces and links, and nothing is
 left. The containers' image is this machine's iperf3 and sleep with their libraries (a few MB, imported in a
 second) rather than the 370 MB node image, which emuhost.load_image would copy in half a minute per engine."""
@@ -17,7 +17,8 @@ from pathlib import Path
 
 import pytest
 
-from protolab import emuhost, ownership, placement, stitch, topofile
+from protolab import emuhost, ownership, placement, topofile
+from protolab.lab import stitch
 from protolab.shell import run
 
 pytestmark = pytest.mark.integration

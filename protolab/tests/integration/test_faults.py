@@ -9,8 +9,8 @@ import time
 import pytest
 
 from protolab import topo
-from protolab.faults import Schedule
 from protolab.lab import Lab
+from protolab.lab.faults import Schedule
 from protolab.model.faults import Fault
 
 pytestmark = pytest.mark.integration

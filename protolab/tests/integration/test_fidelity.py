@@ -10,8 +10,8 @@ import sys
 
 import pytest
 
-from protolab import selfcheck, topo
-from protolab.lab import Lab
+from protolab import topo
+from protolab.lab import Lab, selfcheck
 from protolab.model.impairment import Impairment, LinkImpairment
 
 pytestmark = pytest.mark.integration

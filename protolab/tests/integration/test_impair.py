@@ -13,8 +13,8 @@ from concurrent.futures import ThreadPoolExecutor
 import pytest
 from scipy.stats import binomtest
 
-from protolab import impair, topo
-from protolab.lab import Lab
+from protolab import topo
+from protolab.lab import Lab, impair
 from protolab.model.impairment import Impairment, LinkImpairment
 from protolab.workloads.iperf3_runner import HANDSHAKE_ERROR
 from protolab.workloads.ping_runner import parse as ping_parse

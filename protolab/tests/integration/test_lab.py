@@ -14,9 +14,9 @@ from pathlib import Path
 
 import pytest
 
-from protolab import cleanup, firewall, hoststats, naming, ownership, topo
+from protolab import cleanup, hoststats, naming, ownership, topo
 from protolab.errors import ProtolabError
-from protolab.lab import Lab
+from protolab.lab import Lab, firewall
 from protolab.shell import run
 
 from .conftest import root_links
@@ -258,7 +258,7 @@ def test_agent_counts_the_containers_cpu_and_data_plane_only(no_leftovers):
 
 
 def test_guard_sees_load_outside_the_lab_and_not_the_lab_itself(no_leftovers):
-    from protolab import guard
+    from protolab.lab import guard
 
     t = topo.build("switched", {"hosts": 2, "rate": "100Mbit"})
     with Lab(t, "itest", {h.name: IMAGE for h in t.hosts}) as lab:

@@ -23,8 +23,8 @@ from pydantic import TypeAdapter
 
 from protolab import cleanup, dashboards, monitor, topo
 from protolab.exporter import FaultExporter
-from protolab.faults import Schedule
 from protolab.lab import Lab
+from protolab.lab.faults import Schedule
 from protolab.model.faults import Fault
 from protolab.spec import Task
 from protolab.workloads.converter_runner import ConverterRunner

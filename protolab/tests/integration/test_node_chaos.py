@@ -1,4 +1,4 @@
-"""Node chaos on a real lab (protolab.chaos through fault schedules): a paused node's own traffic stops for the
+"""Node chaos on a real lab (protolab.lab.chaos through fault schedules): a paused node's own traffic stops for the
 pause while its kernel still answers, a stress is charged to the node's CPU, a changed CPU budget is the
 container's for the phase and the budget before it after, and a kill spares what keeps the node alive.
 
@@ -16,9 +16,9 @@ import urllib.request
 
 import pytest
 
-from protolab import chaos, cleanup, naming, topo
-from protolab.faults import Schedule
-from protolab.lab import Lab
+from protolab import cleanup, naming, topo
+from protolab.lab import Lab, chaos
+from protolab.lab.faults import Schedule
 from protolab.model.faults import Event, Fault
 
 pytestmark = pytest.mark.integration

@@ -1,5 +1,5 @@
 """IP reassembly state in a real network namespace: what one measurement can leave to the next, and the
-runner's wait for it (protolab.reassembly).
+runner's wait for it (protolab.lab.reassembly).
 
 The namespace is a private one (`unshare --net`) holding only a loopback with an Ethernet MTU, so a 2048-byte
 UDP datagram travels as two fragments, as it does over the lab's hub. A lone first fragment, sent through a
@@ -16,7 +16,8 @@ from pathlib import Path
 
 import pytest
 
-from protolab import hoststats, reassembly
+from protolab import hoststats
+from protolab.lab import reassembly
 
 LONE_FRAGMENTS = """
 import socket, struct, sys

@@ -21,8 +21,8 @@ import time
 
 import pytest
 
-from protolab import hoststats, rxcpu
-from protolab.lab import Lab
+from protolab import hoststats
+from protolab.lab import Lab, rxcpu
 from protolab.spec import TopologySpec
 
 pytestmark = pytest.mark.integration

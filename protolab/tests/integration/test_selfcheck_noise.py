@@ -21,8 +21,8 @@ from pathlib import Path
 import pytest
 from scipy.stats import binom
 
-from protolab import impair, selfcheck, topo
-from protolab.lab import Lab
+from protolab import topo
+from protolab.lab import Lab, impair, selfcheck
 from protolab.model.impairment import Impairment, LinkImpairment
 
 pytestmark = pytest.mark.integration

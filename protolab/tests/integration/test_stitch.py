@@ -1,6 +1,6 @@
 """A link stitched between two testbed hosts (issue 18), proved on one machine: two network namespaces stand for
 the hosts, joined by a veth underlay; placement puts the shipped triangle's hub LAN on one and r2 on the other,
-split gives each its stitch bridge and VXLAN end for r1-r2, and protolab.stitch builds them; r1 and r2 are
+split gives each its stitch bridge and VXLAN end for r1-r2, and protolab.lab.stitch builds them; r1 and r2 are
 namespaces linked to their host's stitch bridge with the addresses the topology gave them.
 
 What it shows: the frames cross the real kernel VXLAN, the MTU is the underlay's less 50 (a larger datagram with
@@ -16,7 +16,8 @@ from pathlib import Path
 import pytest
 import yaml
 
-from protolab import placement, stitch, topofile
+from protolab import placement, topofile
+from protolab.lab import stitch
 from protolab.shell import run
 
 pytestmark = pytest.mark.integration

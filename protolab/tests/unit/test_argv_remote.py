@@ -11,7 +11,8 @@ from types import SimpleNamespace
 
 import pytest
 
-from protolab import hostlink, hostmon, multilab, placement, rxcpu
+from protolab import hostlink, hostmon, multilab, placement
+from protolab.lab import rxcpu
 from protolab.workloads import dis_runner, spims_agent, transfer_runner
 
 HOSTILE = ["$(touch {canary})", "`touch {canary}`", "x; touch {canary}", "a b", "-rf", "x' ; touch {canary} '"]

@@ -13,10 +13,10 @@ from types import SimpleNamespace
 
 import pytest
 
-from protolab import chaos
-from protolab.chaos import MARK, Chaos, ChaosError, Proc
 from protolab.exporter import FaultExporter
-from protolab.faults import Schedule
+from protolab.lab import chaos
+from protolab.lab.chaos import MARK, Chaos, ChaosError, Proc
+from protolab.lab.faults import Schedule
 from protolab.model.faults import Fault
 from protolab.results.store import write_faults_csv
 

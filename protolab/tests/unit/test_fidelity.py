@@ -8,7 +8,8 @@ from types import SimpleNamespace
 
 import pytest
 
-from protolab import selfcheck, topo
+from protolab import topo
+from protolab.lab import selfcheck
 from protolab.model.impairment import GilbertElliott, Impairment
 from protolab.model.report import Check
 from protolab.results.checks import evaluate

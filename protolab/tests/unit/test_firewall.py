@@ -5,7 +5,8 @@ from __future__ import annotations
 
 import pytest
 
-from protolab import firewall, ownership
+from protolab import ownership
+from protolab.lab import firewall
 
 
 @pytest.fixture

@@ -11,8 +11,8 @@ import pytest
 
 from protolab import graph
 from protolab.errors import ProtolabError
-from protolab.impair import Backend, Endpoint
-from protolab.linkstate import LinkState
+from protolab.lab.impair import Backend, Endpoint
+from protolab.lab.linkstate import LinkState
 from protolab.model.impairment import Impairment, LinkImpairment
 from protolab.topo import Host, Link, Switch, Topology, build, v6_address
 from protolab.units import format_rate

@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from protolab import guard, hoststats
+from protolab import hoststats
+from protolab.lab import guard
 
 
 def _snap(idle: float, busy: float, softirq: float = 0.0, dropped: int = 0, qdisc: int = 0, lab: float = 0.0,

@@ -13,8 +13,8 @@ from types import SimpleNamespace
 
 import pytest
 
-from protolab import guard, helperproc
-from protolab.helperproc import HelperProcess, Watcher
+from protolab.lab import guard, helperproc
+from protolab.lab.helperproc import HelperProcess, Watcher
 from protolab.monitor import Sample
 
 HELPER = """\

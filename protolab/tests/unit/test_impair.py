@@ -10,7 +10,7 @@ import time
 import pytest
 from pydantic import ValidationError
 
-import protolab.impair as impair
+import protolab.lab.impair as impair
 from protolab.model.impairment import GilbertElliott, Impairment, LinkImpairment, parse_percent
 from protolab.shell import CommandError
 

@@ -89,14 +89,15 @@ def test_no_module_imports_itself_back():
 
 
 # what each layer must not import (docs/ARCHITECTURE.md)
+LABS = ["protolab.lab.local", "protolab.lab.testbed", "protolab.lab.supervise"]  # the labs themselves
 FORBIDDEN = {
     "protolab.model": ["protolab.spec", "protolab.lab", "protolab.orchestrator", "protolab.results",
-                       "protolab.impair", "protolab.faults", "protolab.workloads", "protolab.topo"],
+                       "protolab.workloads", "protolab.topo"],
     "protolab.results": ["protolab.spec", "protolab.lab", "protolab.orchestrator", "protolab.topo",
-                         "protolab.workloads", "protolab.impair", "protolab.faults", "protolab.monitor"],
+                         "protolab.workloads", "protolab.monitor"],
     "protolab.workloads": ["protolab.orchestrator", "protolab.lab", "protolab.spec", "protolab.results"],
-    "protolab.linkstate": ["protolab.lab", "protolab.orchestrator"],
-    "protolab.chaos": ["protolab.lab", "protolab.orchestrator", "protolab.spec", "protolab.workloads"],
+    "protolab.lab.linkstate": [*LABS, "protolab.orchestrator"],
+    "protolab.lab.chaos": [*LABS, "protolab.orchestrator", "protolab.spec", "protolab.workloads"],
     "protolab.dockerhost": ["protolab.lab", "protolab.monitor", "protolab.ownership", "protolab.cleanup"],
 }  # fmt: skip
 # a forbidden package's contract a layer may import: types only, it loads no implementation (test_lab_api)

@@ -9,9 +9,9 @@ from pathlib import Path
 import pytest
 
 from protolab import environment
-from protolab.impair import Endpoint
 from protolab.lab import Lab, parse_offloads
 from protolab.lab import local as labmod
+from protolab.lab.impair import Endpoint
 from protolab.shell import CommandError
 
 FIXTURES = Path(__file__).parent / "fixtures" / "lab"

@@ -12,9 +12,9 @@ import sys
 import pytest
 
 LAB_SIDE = ["protolab.lab", "protolab.labctl", "protolab.multilab", "protolab.hostrun", "protolab.lab.testbed",
-            "protolab.lab.supervise", "protolab.ownership", "protolab.linkstate", "protolab.impair",
-            "protolab.selfcheck", "protolab.jsonio", "protolab.quiesce", "protolab.guard", "protolab.chaos",
-            "protolab.faults", "protolab.hostmon", "protolab.emuhost", "protolab.hostlink",
+            "protolab.lab.supervise", "protolab.ownership", "protolab.lab.linkstate", "protolab.lab.impair",
+            "protolab.lab.selfcheck", "protolab.jsonio", "protolab.lab.quiesce", "protolab.lab.guard",
+            "protolab.lab.chaos", "protolab.lab.faults", "protolab.hostmon", "protolab.emuhost", "protolab.hostlink",
             "protolab.placement"]  # fmt: skip
 HEAVY = ("protolab.results", "matplotlib", "jinja2")
 

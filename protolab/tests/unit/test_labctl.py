@@ -11,8 +11,8 @@ import pytest
 
 from protolab import labctl, topofile
 from protolab.errors import LabError, SpecError
-from protolab.impair import Backend, Endpoint
-from protolab.linkstate import LinkState
+from protolab.lab.impair import Backend, Endpoint
+from protolab.lab.linkstate import LinkState
 
 
 def test_prepare_takes_a_file_a_topology_name_a_generator_or_an_experiment(tmp_path):

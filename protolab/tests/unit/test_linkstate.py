@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from protolab.impair import Backend, Endpoint
-from protolab.linkstate import LinkState
+from protolab.lab.impair import Backend, Endpoint
+from protolab.lab.linkstate import LinkState
 from protolab.model.impairment import Impairment
 
 H1, S1 = Endpoint("h1-eth0", 100), Endpoint("s1-eth1")

@@ -1,4 +1,4 @@
-"""protolab.nicfilter's wrapper: the command line it builds, its checks, and its process handling against a fake
+"""protolab.lab.nicfilter's wrapper: the command line it builds, its checks, and its process handling against a fake
 protolab-nicfilter (a script serving /stats on the control socket)."""
 
 from __future__ import annotations
@@ -10,8 +10,8 @@ import time
 
 import pytest
 
-from protolab import nicfilter
-from protolab.nicfilter import FilteredInterface, NicFilter
+from protolab.lab import nicfilter
+from protolab.lab.nicfilter import FilteredInterface, NicFilter
 
 H1 = FilteredInterface("plab-s1-eth1", 4242, "h1-eth0", "hash64")
 H2 = FilteredInterface("plab-s1-eth2", 4343, "h2-eth0")

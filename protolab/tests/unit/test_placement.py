@@ -12,9 +12,9 @@ from pathlib import Path
 import pytest
 import yaml
 
-from protolab import impair, placement, topofile
+from protolab import placement, topofile
 from protolab.errors import LabError
-from protolab.lab import supervise
+from protolab.lab import impair, supervise
 from protolab.lab.testbed import TestbedLab
 from protolab.placement import PlacementError, load_inventory, place
 from protolab.spec import TopologySpec

@@ -1,4 +1,4 @@
-"""The wait for idle links before a measurement (protolab.quiesce), on output captured (fixtures/quiesce) from a
+"""The wait for idle links before a measurement (protolab.lab.quiesce), on output captured (fixtures/quiesce) from a
 deployed triangle during a TCP transfer (`tc -s -j qdisc show` in r1's and the root namespace, /proc/<pid>/net/* of
 h1) and from two namespaces joined by a veth shaped at 1 Mbit/s (HTB, pfifo of 100) whose TCP sender was SIGKILLed
 mid-transfer (the qdisc's backlog while sending; its socket after: FIN-WAIT-1 with 1.2 MB still to send), and a
@@ -11,8 +11,8 @@ from pathlib import Path
 
 import pytest
 
-from protolab import quiesce
-from protolab.quiesce import Left, Place, Probe
+from protolab.lab import quiesce
+from protolab.lab.quiesce import Left, Place, Probe
 
 from .fakeclock import Clock
 
@@ -163,8 +163,8 @@ class FakeLab:
     """What quiesce reads of a Lab: nodes, their data interfaces, its link ends and configured directions."""
 
     def __init__(self) -> None:
-        from protolab.impair import Endpoint
         from protolab.lab import NodeRuntime
+        from protolab.lab.impair import Endpoint
         from protolab.model.impairment import Impairment
 
         self.nodes = {"h1": NodeRuntime("h1", "host", "img", pid=11, mgmt_ip="172.23.0.3"),
@@ -231,7 +231,7 @@ def test_held_packets_are_asked_on_each_emulators_control_socket(tmp_path: Path)
 
 
 def test_an_emulators_drops_are_read_by_link_and_cause():
-    from protolab.impair import parse_drops
+    from protolab.lab.impair import parse_drops
 
     text = (
         '# HELP protolab_linkem_packets_total x\nprotolab_linkem_held_packets{link="r1-eth1>x-eth1"} 4\n'

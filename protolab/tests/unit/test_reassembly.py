@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from protolab import reassembly
+from protolab.lab import reassembly
 
 from .fakeclock import Clock
 

@@ -12,8 +12,9 @@ from pathlib import Path
 
 import pytest
 
-from protolab import cleanup, dockerhost, hostmon, multilab, ownership, rxcpu
+from protolab import cleanup, dockerhost, hostmon, multilab, ownership
 from protolab.errors import DockerUnreachableError, ProtolabError
+from protolab.lab import rxcpu
 
 RULE = {"tool": "iptables", "table": "filter", "rule": ["FORWARD", "-i", "plab-s1", "-j", "ACCEPT"]}
 TABLE = {"family": "bridge", "name": "protolab_r1_lab"}

@@ -1,4 +1,4 @@
-"""protolab.rxcpu on a fake /proc and /sys/fs/cgroup: which cgroups hold a task's CPU, how kthreads are found and
+"""protolab.lab.rxcpu on a fake /proc and /sys/fs/cgroup: which cgroups hold a task's CPU, how kthreads are found and
 moved, and that bad modes and a missing kthread are refused with the reason."""
 
 from __future__ import annotations
@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from protolab import rxcpu
+from protolab.lab import rxcpu
 
 C1 = "docker/0123abcd"
 

@@ -9,9 +9,9 @@ import random
 
 import pytest
 
-from protolab import selfcheck
+from protolab.lab import selfcheck
+from protolab.lab.selfcheck import Base, ProbePath
 from protolab.model.impairment import Impairment
-from protolab.selfcheck import Base, ProbePath
 
 
 class Links:
@@ -103,7 +103,7 @@ def test_a_drifting_base_widens_the_bound_by_its_drift():
 
 
 def test_rtt_bound_is_the_tolerance_plus_3_times_the_measured_noise():
-    from protolab.selfcheck import rtt_bound
+    from protolab.lab.selfcheck import rtt_bound
 
     assert rtt_bound(0.010, 0.0, 1000) == pytest.approx(0.0002)  # the tolerance's floor
     assert rtt_bound(0.540, 0.0, 200) == pytest.approx(0.0108)  # 2 %

@@ -28,7 +28,7 @@ import logging
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from .shell import CommandError, run
+from ..shell import CommandError, run
 
 # the interfaces are arguments, never code: GRO and threaded NAPI on each, in a sysfs of their network namespace
 THREADED_SCRIPT = ('mount -t sysfs sysfs /sys && mount -o remount,rw /sys || exit 1; for i; do '

@@ -3,7 +3,7 @@ impairment backend) and whether the link's cable is in.
 
 The spec's impairments are `configured`; step changes, fault schedules and the self-check's pass-through
 move `current` away from them, and restore() puts every link back: cables in, impairments as configured.
-A link goes down the way a cable is pulled at the switch (protolab.faults describes it).
+A link goes down the way a cable is pulled at the switch (protolab.lab.faults describes it).
 """
 
 from __future__ import annotations
@@ -12,14 +12,14 @@ from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from typing import TYPE_CHECKING, Any
 
+from ..model.impairment import Impairment, LinkImpairment, merge_over
+from ..shell import run as run_command
+from ..units import format_rate
 from . import impair
 from .impair import Endpoint
-from .model.impairment import Impairment, LinkImpairment, merge_over
-from .shell import run as run_command
-from .units import format_rate
 
 if TYPE_CHECKING:
-    from .topo import Topology
+    from ..topo import Topology
 
 Direction = tuple[str, str]
 Setting = tuple[Impairment, str]  # the impairment, and where it is applied ("sender" or "receiver")

@@ -26,11 +26,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from .naming import PREFIX, RULE_COMMENT
-from .shell import CommandError, ok, run
+from ..naming import PREFIX, RULE_COMMENT
+from ..shell import CommandError, ok, run
 
 if TYPE_CHECKING:
-    from .ownership import Ledger
+    from ..ownership import Ledger
 
 log = logging.getLogger(__name__)
 

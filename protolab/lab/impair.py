@@ -25,12 +25,12 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from . import monitor, naming
+from .. import monitor, naming
+from ..model.impairment import MTU_FRAME_BYTES, Impairment
+from ..registry import Registry
+from ..shell import CommandError, run
+from ..units import format_rate
 from .helperproc import HelperProcess
-from .model.impairment import MTU_FRAME_BYTES, Impairment
-from .registry import Registry
-from .shell import CommandError, run
-from .units import format_rate
 
 
 @dataclass(frozen=True)

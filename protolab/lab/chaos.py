@@ -1,5 +1,5 @@
 """Node chaos: what a fault schedule's node events do to a running lab's node (its container), and putting it
-all back after the phase, as protolab.linkstate does for links.
+all back after the phase, as protolab.lab.linkstate does for links.
 
 What runs in a node. Each node is a container started with Docker's init (protolab.lab: `init=True`): PID 1 is
 docker-init, its one child the container's main command, the protolab agent (images/node: the node's metrics
@@ -52,7 +52,7 @@ phases a node runs only its init and agent, which kill spares, so the node is wh
 
 Node events take effect after one to three Docker API calls: their timing error is tens of milliseconds,
 not the millisecond of a link's `ip link`. Each operation notes the moment it took effect (`effect`), which
-is what protolab.faults records as the event's actual time.
+is what protolab.lab.faults records as the event's actual time.
 """
 
 from __future__ import annotations
@@ -65,7 +65,7 @@ import time
 from dataclasses import dataclass, field
 from typing import Any
 
-from .errors import ProtolabError
+from ..errors import ProtolabError
 
 MARK = "PROTOLAB_CHAOS"  # in the environment of every process started here: stress, restart, service
 INITS = {"docker-init", "tini", "tini-static", "dumb-init", "catatonit"}  # a PID 1 that only runs a child

@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from . import monitor, naming
+from .. import monitor, naming
 from .helperproc import HelperProcess
 
 NICFILTER = Path(__file__).resolve().parent.parent / "images" / "node" / "bin" / "protolab-nicfilter"

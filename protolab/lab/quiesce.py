@@ -8,7 +8,7 @@ A measurement starts clean when nothing of the last one is still on the lab's li
 - flows: no node has a TCP socket off its management address that is still connected or still sending (states
   SYN-SENT .. CLOSE-WAIT and LAST-ACK, CLOSING, or bytes in its send queue: a closed socket's data is still sent,
   seen after a bulk TCP point), and no UDP socket has bytes waiting to leave (/proc/<pid>/net/{tcp,tcp6,udp,udp6});
-- fragments: no node holds IP fragments for reassembly (protolab.reassembly).
+- fragments: no node holds IP fragments for reassembly (protolab.lab.reassembly).
 
 Each kind is waited for with its own bound. Queues and flows: the bytes found at the first look, sent at the lab's
 slowest configured rate, plus every configured delay (a FIN and its ACK cross the path), plus a margin; at least
@@ -30,11 +30,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from . import naming, reassembly
+from .. import naming
+from . import reassembly
 from .impair import Endpoint, Linkem, held_entry, held_packets, ifb_for, parse_held_packets  # noqa: F401 (parse_: its home)
 
 if TYPE_CHECKING:
-    from .lab.api import RunningLab
+    from .api import RunningLab
 
 MIN_BOUND_SECONDS = 2.0  # a lab without a slow link: a FIN exchange and a scheduler's slack
 MARGIN_SECONDS = 1.0

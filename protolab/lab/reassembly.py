@@ -7,7 +7,7 @@ the kernel drops every new fragment (Ip ReasmFails), so a measurement that start
 matter its own load. No sysctl frees queues that already exist, so before each measurement the runner waits
 until no node's namespace holds any (`/proc/<pid>/net/sockstat` FRAG, `sockstat6` FRAG6), bounded by
 `ipfrag_time` and a margin, and says which namespace still held some when the bound passes: `held_bytes` and
-BOUND_SECONDS are one kind of protolab.quiesce's wait (queues, flows, fragments); `wait_drained` waits for
+BOUND_SECONDS are one kind of protolab.lab.quiesce's wait (queues, flows, fragments); `wait_drained` waits for
 fragments alone.
 """
 

@@ -1,9 +1,9 @@
 """Timed fault schedules: running link down/up, flap patterns and step changes of impairments, and node
-events (kill, restart, pause, unpause, stress, CPU budget: protolab.chaos).
+events (kill, restart, pause, unpause, stress, CPU budget: protolab.lab.chaos).
 
 The faults and the events they expand to are data (protolab.model.faults); this module runs them. A link
 goes down the way a cable is pulled at the switch: the end in the root namespace (a bridge port; for a
-node-to-node link, the second node's end) is set down (protolab.linkstate), so the other end loses carrier
+node-to-node link, the second node's end) is set down (protolab.lab.linkstate), so the other end loses carrier
 and keeps its addresses and routes, as a host does when its cable is unplugged. Every event is executed from one thread
 against the monotonic clock and recorded with its planned and actual time; the recorded error is what the
 timing bound (20 ms) checks; a node event's actual time is when its Docker call took effect. Active faults
@@ -18,11 +18,11 @@ import threading
 import time
 from typing import TYPE_CHECKING, Any
 
+from ..model.faults import Event
 from . import chaos
-from .model.faults import Event
 
 if TYPE_CHECKING:
-    from .lab.api import RunningLab
+    from .api import RunningLab
 
 
 class Schedule:
@@ -68,8 +68,8 @@ class Schedule:
                 self.on_event(ev)
 
     def _apply(self, ev: Event) -> float | None:
-        """Through the lab's link state (protolab.linkstate), which restores it all after the phase, or for a
-        node event through protolab.chaos; returns when a node event took effect."""
+        """Through the lab's link state (protolab.lab.linkstate), which restores it all after the phase, or for a
+        node event through protolab.lab.chaos; returns when a node event took effect."""
         if ev.node is not None:
             outcome, effect = self.chaos.apply(ev)
             ev.detail = "; ".join(d for d in (ev.detail, outcome) if d) or None
@@ -81,6 +81,6 @@ class Schedule:
         return None
 
     def restore(self) -> list[str]:
-        """What the node events changed, put back (protolab.chaos; the links are `lab.links.restore()`);
+        """What the node events changed, put back (protolab.lab.chaos; the links are `lab.links.restore()`);
         returns what could not be."""
         return self.chaos.restore()

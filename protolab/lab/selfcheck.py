@@ -34,19 +34,19 @@ import time
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from ..model.impairment import Impairment
+from ..shell import run
+from ..topo import v6_address
+from ..workloads.iperf3 import Iperf3Task
+from ..workloads.iperf3_runner import Iperf3Runner
+from ..workloads.ping_runner import Echo, unanswered_runs
+from ..workloads.ping_runner import parse as parse_ping
+from ..workloads.ping_runner import summary as ping_summary
 from . import impair
 from .impair import Endpoint
-from .model.impairment import Impairment
-from .shell import run
-from .topo import v6_address
-from .workloads.iperf3 import Iperf3Task
-from .workloads.iperf3_runner import Iperf3Runner
-from .workloads.ping_runner import Echo, unanswered_runs
-from .workloads.ping_runner import parse as parse_ping
-from .workloads.ping_runner import summary as ping_summary
 
 if TYPE_CHECKING:
-    from .lab.api import RunningLab
+    from .api import RunningLab
 
 RATE_TOLERANCE = 0.03
 DELAY_TOLERANCE, DELAY_FLOOR = 0.02, 0.0002  # the configured tolerance: 2 % of the RTT, at least 0.2 ms
@@ -343,7 +343,7 @@ def describe_drops(drops: dict[str, dict[str, int]]) -> str:
 
 
 def check_direction(lab: RunningLab, p: ProbePath, want: Expected) -> dict[str, Any]:
-    from .stats import binomial_interval
+    from ..stats import binomial_interval
 
     a, b = p.direction
     out: dict[str, Any] = {"from": a, "to": b, "probe": p.describe(), "failures": [], "notes": []}

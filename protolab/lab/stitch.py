@@ -14,8 +14,8 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from .shell import in_netns, run
-from .topo import VxlanEnd
+from ..shell import in_netns, run
+from ..topo import VxlanEnd
 
 
 def vxlan_name(vni: int) -> str:

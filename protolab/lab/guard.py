@@ -6,7 +6,7 @@ and the drop counters of qdiscs nobody configured (the lab's unshaped interfaces
 bounds below mark the run invalid in summary.json, naming the point and the reason.
 
 The helpers that shape or measure a measurement are watched through it (helpers_down): a link emulator or NIC
-filter that ended or stopped answering (protolab.helperproc's watcher), a node's metrics agent none of whose
+filter that ended or stopped answering (protolab.lab.helperproc's watcher), a node's metrics agent none of whose
 scrapes succeeded for AGENT_SILENT_SECONDS, a keeper serving the lab that is gone: the measurement is invalid
 with the helper and the node named (a dead link emulator lets the traffic cross its link unimpaired).
 """
@@ -21,13 +21,13 @@ from typing import TYPE_CHECKING, Any
 
 import psutil
 
-from . import naming
+from .. import naming
+from ..hoststats import cgroup_cpu_seconds, softnet
+from ..shell import run
 from .helperproc import WATCH
-from .hoststats import cgroup_cpu_seconds, softnet
-from .shell import run
 
 if TYPE_CHECKING:
-    from .lab.api import RunningLab
+    from .api import RunningLab
 
 MAX_CPU_BUSY_RATIO = 0.95  # both cores nearly saturated: the workload competes with the emulation itself
 MAX_SOFTIRQ_RATIO = 0.5  # half of all CPU time in softirq: packet processing is the bottleneck
