@@ -208,7 +208,7 @@ def _priority_classes(dev: Endpoint, imp: Impairment, leaf: list[str]) -> None:
                         "u32", "match", *match, "flowid", "1:10"))  # fmt: skip
 
 
-LINKEM = Path(__file__).resolve().parent.parent / "images" / "node" / "bin" / "protolab-linkem"
+LINKEM = Path(__file__).resolve().parents[2] / "images" / "node" / "bin" / "protolab-linkem"
 LINKEM_START_TIMEOUT = 10.0  # seconds until its "listening on" line
 LINKEM_TAIL_LINES = 50  # last lines of its stderr and of its stdout kept for error messages
 

@@ -21,7 +21,7 @@ from typing import Any
 from .. import monitor, naming
 from .helperproc import HelperProcess
 
-NICFILTER = Path(__file__).resolve().parent.parent / "images" / "node" / "bin" / "protolab-nicfilter"
+NICFILTER = Path(__file__).resolve().parents[2] / "images" / "node" / "bin" / "protolab-nicfilter"
 MODES = ("perfect", "hash64", "promiscuous")
 VERDICTS = ("passed", "dropped_unicast", "dropped_multicast")
 START_TIMEOUT = 10.0  # seconds until its "ready" line

@@ -6,6 +6,7 @@ from __future__ import annotations
 import os
 import sys
 import time
+from pathlib import Path
 
 import pytest
 from pydantic import ValidationError
@@ -210,3 +211,14 @@ def test_every_leaf_sits_behind_a_one_frame_splitter(monkeypatch):
 def test_a_frame_is_at_least_a_standard_ethernet_frame_when_the_mtu_is_unreadable(monkeypatch):
     monkeypatch.setattr(impair, "run", lambda cmd, check=True, timeout=120, input=None: "not json")
     assert impair.frame_bytes(impair.Endpoint("x")) == 1514
+
+
+def test_the_helpers_binaries_are_looked_for_in_the_node_images_folder():
+    """The link emulator and the NIC filter model run from what `make images` builds beside the node image's
+    Dockerfile; a module moved to another folder must still find them there."""
+    from protolab.lab import nicfilter
+
+    node_image = Path(__file__).resolve().parents[3] / "images" / "node"
+    assert (node_image / "Dockerfile").is_file()
+    assert node_image / "bin" / "protolab-linkem" == impair.LINKEM
+    assert node_image / "bin" / "protolab-nicfilter" == nicfilter.NICFILTER
