@@ -12,27 +12,20 @@ import (
 	"flag"
 	"fmt"
 	"io"
-	"log/slog"
-	"math"
 	"net/netip"
 	"os"
 	"os/signal"
 	"runtime"
-	"strconv"
 	"strings"
-	"sync"
 	"syscall"
 	"time"
 
 	"protolab/agents/dis"
 	"protolab/agents/dishost"
-	"protolab/agents/internal/measure"
+	"protolab/agents/internal/cli"
 	"protolab/agents/metrics"
 	"protolab/agents/syntax"
 )
-
-// extraWorkEnv names the test-only slowdown knob (dishost.Receiver.ExtraWork).
-const extraWorkEnv = "PROTOLAB_TEST_EXTRA_WORK"
 
 var (
 	version  = metrics.DefaultVersion
@@ -138,178 +131,18 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	if c.duration <= 0 {
 		return bad("--duration must be > 0")
 	}
-	logger := slog.New(slog.NewTextHandler(stderr, nil))
-	set, err := metrics.New(metrics.Config{Version: version, Revision: revision}, "build_info")
+	o := dishost.Options{Role: role, Plan: plan, Port: c.port, Iface: c.iface, Listen: c.listen, Duration: c.duration,
+		Syntax: *syn, Version: version, Revision: revision,
+		Rate: *rate, Arrival: *arrival, Entities: *entities, Size: *size, Heartbeat: *heartbeat,
+		Articulations: *articulations, Mix: *mix, Dest: *dest, Site: *site, App: *app, Seed: *seed, TTL: *ttl,
+		Share: *share, Local: *local, Work: *work, Calibrate: *calibrate, CgroupRoot: *cgroupRoot,
+		ReadyFile: *readyFile, Drain: *drain}
+	rep, err := dishost.Run(ctx, o, stderr)
 	if err != nil {
-		return bad("%v", err)
+		fmt.Fprintf(stderr, "protolab-dishost %s: %v\n", role, err)
+		return cli.ExitCode(err)
 	}
-	col := &dishost.Collector{}
-	_ = set.Add("dis", col)
-	if c.listen != "" {
-		reg, err := metrics.NewRegistry(set)
-		if err != nil {
-			return bad("%v", err)
-		}
-		go func() { _ = metrics.ListenAndServe(ctx, c.listen, metrics.NewHandler(reg, logger), logger) }()
-	}
-	if role == "send" {
-		m := dishost.DefaultMix()
-		if *mix != "" {
-			if m, err = dishost.ParseMix(*mix); err != nil {
-				return bad("%v", err)
-			}
-		}
-		gen, err := dishost.NewGenerator(dishost.GenConfig{Plan: plan, Entities: *entities, Size: *size, Mix: m,
-			Site: uint16(*site), App: uint16(*app), Seed: *seed, Syntax: *syn,
-			Articulations: *articulations, NoHeartbeat: !*heartbeat})
-		if err != nil {
-			return bad("%v", err)
-		}
-		gen.Clock = time.Now
-		start := time.Now()
-		pacer, err := measure.NewPacer(*rate, measure.Arrival(*arrival), start, *seed+1)
-		if err != nil {
-			return bad("%v", err)
-		}
-		s := &dishost.Sender{Gen: gen, Pacer: pacer, Port: c.port, Iface: c.iface, TTL: *ttl}
-		if *dest != "" {
-			if s.Dest, err = netip.ParseAddr(*dest); err != nil {
-				return bad("--dest %q: %v", *dest, err)
-			}
-		}
-		col.Sender = s
-		rctx, cancel := context.WithTimeout(ctx, c.duration)
-		defer cancel()
-		if err := s.Run(rctx); err != nil {
-			fmt.Fprintf(stderr, "protolab-dishost send: %v\n", err)
-			return 1
-		}
-		el := time.Since(start).Seconds()
-		p, b, e := s.Snapshot()
-		rep := dishost.SendReport(plan, *size, gen, p, b, e, el)
-		first, last := s.Span()
-		dishost.AddSpan(rep, "send", first, last)
-		return emit(stdout, rep)
-	}
-
-	// recv
-	if *share <= 0 || *share > 1 {
-		return bad("--share must be in (0, 1]")
-	}
-	if err := dishost.CheckSyntax(*syn); err != nil {
-		return bad("--syntax: %v", err)
-	}
-	r := &dishost.Receiver{Plan: plan, Joined: dishost.Joined(plan.Groups, *share), Port: c.port, Iface: c.iface, Local: *local,
-		Syntax: *syn}
-	if v := os.Getenv(extraWorkEnv); v != "" {
-		n, err := strconv.Atoi(v)
-		if err != nil || n < 0 {
-			return bad("%s=%q: want a count of hashing rounds per PDU", extraWorkEnv, v)
-		}
-		r.ExtraWork = n
-		slog.Warn("test-only slowdown: extra hashing per accepted PDU", "env", extraWorkEnv, "rounds", n)
-	}
-	col.Receiver = r
-	var wl *dishost.WorkLoop
-	var wg sync.WaitGroup
-	baseline, idle := math.NaN(), math.NaN()
-	wctx, wcancel := context.WithCancel(ctx)
-	defer wcancel()
-	if *work {
-		wl = &dishost.WorkLoop{}
-		wg.Add(1)
-		go func() { defer wg.Done(); wl.Run(wctx) }()
-		time.Sleep(100 * time.Millisecond) // let the loop's thread start
-		c0, l0, t0 := cgroupCPU(*cgroupRoot), wl.ThreadCPU(), time.Now()
-		baseline = wl.Rate(ctx, *calibrate)
-		// The container's CPU besides the loop with no traffic (its agent, this runtime): the floor
-		// under cpu_cgroup_ratio.
-		idle = dishost.IdleCPURatio(c0, cgroupCPU(*cgroupRoot), l0, wl.ThreadCPU(), time.Since(t0).Seconds())
-		col.Work, col.Baseline = wl, func() float64 { return baseline }
-	}
-	// SIGUSR1: the sender is done; drain, then end (the work loop's ctx lives on). Caught from before the ready
-	// file exists, so that an orchestrator's early signal cannot kill the receiver.
-	done := make(chan os.Signal, 1)
-	signal.Notify(done, syscall.SIGUSR1)
-	defer signal.Stop(done)
-	sockets, err := r.Listen()
-	if err != nil {
-		fmt.Fprintf(stderr, "protolab-dishost recv: %v (joined on %d socket(s); raise net.ipv4.igmp_max_memberships in this network namespace)\n", err, sockets)
-		return 1
-	}
-	if *readyFile != "" {
-		if err := os.WriteFile(*readyFile, []byte(fmt.Sprintf("%d\n", os.Getpid())), 0o644); err != nil {
-			fmt.Fprintf(stderr, "protolab-dishost recv: %v\n", err)
-			return 1
-		}
-	}
-	// CPU samples every 100 ms, so that the CPU figures cover the window in
-	// which datagrams arrived (first..last), not the idle time around it.
-	_, cgOK := dishost.CgroupCPU(*cgroupRoot)
-	take := func() dishost.CPUSample {
-		s := dishost.CPUSample{T: time.Now()}
-		s.Cgroup, _ = dishost.CgroupCPU(*cgroupRoot)
-		if wl != nil {
-			s.Iters, s.Loop = wl.Iterations(), wl.ThreadCPU()
-		}
-		return s
-	}
-	var samples []dishost.CPUSample
-	var smu sync.Mutex
-	drops0, dropsErr := dishost.ReadKernelDrops()
-	if dropsErr != nil {
-		slog.Warn("the namespace's UDP and IP reassembly counters are not readable: not reported", "err", dropsErr)
-	}
-	t0 := time.Now()
-	rctx, cancel := context.WithTimeout(ctx, c.duration)
-	defer cancel()
-	go func() {
-		select {
-		case <-done:
-			slog.Info("sender done: draining", "drain", *drain)
-			select {
-			case <-time.After(*drain):
-				cancel()
-			case <-rctx.Done():
-			}
-		case <-rctx.Done():
-		}
-	}()
-	sdone := make(chan struct{})
-	go func() {
-		defer close(sdone)
-		tk := time.NewTicker(100 * time.Millisecond)
-		defer tk.Stop()
-		for {
-			smu.Lock()
-			samples = append(samples, take())
-			smu.Unlock()
-			select {
-			case <-rctx.Done():
-				return
-			case <-tk.C:
-			}
-		}
-	}()
-	r.Run(rctx)
-	<-sdone
-	samples = append(samples, take())
-	t1 := time.Now()
-	el := t1.Sub(t0).Seconds()
-	rec := dishost.RecvRun{Plan: plan, Joined: r.Joined, Sockets: sockets, Elapsed: el, Summary: r.Snapshot(), Syntax: *syn,
-		Samples: samples, CgroupOK: cgOK, Start: t0, End: t1}
-	if drops1, err := dishost.ReadKernelDrops(); dropsErr == nil && err == nil {
-		d := drops1.Minus(*drops0)
-		rec.Drops = &d
-	}
-	if wl != nil {
-		// The loop again with no traffic, as long as it was calibrated.
-		after := wl.Rate(ctx, *calibrate)
-		wcancel()
-		wg.Wait()
-		rec.Work = &dishost.WorkRates{Baseline: baseline, After: after, Idle: idle}
-	}
-	return emit(stdout, dishost.RecvReport(rec))
+	return emit(stdout, rep)
 }
 
 // emit prints the one JSON summary line and gives the exit code.
@@ -318,12 +151,4 @@ func emit(w io.Writer, v map[string]any) int {
 		return 1
 	}
 	return 0
-}
-
-// cgroupCPU is the container's CPU time so far, or -1 when it cannot be read.
-func cgroupCPU(root string) time.Duration {
-	if d, ok := dishost.CgroupCPU(root); ok {
-		return d
-	}
-	return -1
 }
