@@ -13,18 +13,14 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/binary"
-	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
 	"io"
 	"log/slog"
-	"net"
 	"os"
-	"os/signal"
 	"runtime"
 	"strings"
-	"syscall"
 	"time"
 
 	"protolab/agents/linkem"
@@ -168,100 +164,10 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	}
 
 	logger := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: level}))
-	// Listeners: the control socket (full API), the TCP one (metrics only).
-	var lns []net.Listener
-	closeAll := func() {
-		for _, ln := range lns {
-			ln.Close()
-		}
-	}
-	if *control != "" {
-		ln, err := linkem.ListenControl(*control, logger)
-		if err != nil {
-			logger.Error("listen", "err", err)
-			return 1
-		}
-		lns = append(lns, ln)
-	}
-	if *listen != "" {
-		ln, err := net.Listen("tcp", *listen)
-		if err != nil {
-			closeAll()
-			logger.Error("listen", "addr", *listen, "err", err)
-			return 1
-		}
-		lns = append(lns, ln)
-	}
-	lk, err := linkem.Start(cfg, linkem.StartOptions{Queue: uint16(*queue), Name: *name, Seed: *seed, NetNS: *netns, BusyPoll: *busyPoll, Logger: logger})
+	err := linkem.Run(ctx, cfg, linkem.RunOptions{StartOptions: linkem.StartOptions{Queue: uint16(*queue),
+		Name: *name, Seed: *seed, NetNS: *netns, BusyPoll: *busyPoll, Logger: logger}, Control: *control, Listen: *listen, Version: version, Revision: revision}, stdout)
 	if err != nil {
-		closeAll()
-		logger.Error("starting", "err", err)
 		return 1
 	}
-	set, err := metrics.New(metrics.Config{Version: version, Revision: revision, Logger: logger}, "build_info")
-	if err == nil {
-		err = set.Add("linkem", linkem.NewCollector(lk.Emulator, lk.Queue))
-	}
-	reg, err2 := metrics.NewRegistry(set)
-	if err = errors.Join(err, err2); err != nil {
-		lk.Stop()
-		closeAll()
-		logger.Error("setting up metrics", "err", err)
-		return 1
-	}
-
-	ctx, stop := signal.NotifyContext(ctx, syscall.SIGTERM, syscall.SIGINT)
-	defer stop()
-	srvCtx, stopSrv := context.WithCancel(context.Background())
-	defer stopSrv()
-	srvErr := make(chan error, len(lns))
-	for _, ln := range lns {
-		h := metrics.NewHandler(reg, logger) // TCP: never /config
-		if _, ok := ln.Addr().(*net.UnixAddr); ok {
-			h = linkem.NewHandler(lk.Emulator, reg, logger)
-		}
-		go func() { srvErr <- metrics.Serve(srvCtx, ln, h, logger) }()
-	}
-	cfgJSON, _ := json.Marshal(cfg)
-	logger.Info("started", "version", version, "queue", *queue, "name", *name, "seed", *seed,
-		"netns", *netns, "busy_poll", *busyPoll, "config", string(cfgJSON))
-	for _, ln := range lns {
-		if a, ok := ln.Addr().(*net.UnixAddr); ok {
-			fmt.Fprintf(stdout, "listening on unix:%s\n", a.Name)
-		} else {
-			fmt.Fprintf(stdout, "listening on %s\n", ln.Addr())
-		}
-	}
-	if f, ok := stdout.(*os.File); ok {
-		_ = f.Sync()
-	}
-
-	code, waiting := 0, len(lns)
-	select {
-	case <-ctx.Done():
-		logger.Info("stopping", "reason", context.Cause(ctx))
-	case err := <-lk.Fatal():
-		logger.Error("queue failed", "err", err)
-		code = 1
-	case err := <-srvErr:
-		logger.Error("http server failed", "err", err)
-		code = 1
-		waiting--
-	}
-	released, err := lk.Stop()
-	if err != nil {
-		logger.Warn("stop", "err", err)
-	}
-	logger.Info("released held packets", "count", released)
-	stopSrv()
-	for ; waiting > 0; waiting-- {
-		if err := <-srvErr; err != nil {
-			logger.Warn("http shutdown", "err", err)
-		}
-	}
-	closeAll() // a server that failed left its listener open (and its socket file)
-	if code == 0 {
-		logger.Info("stopped cleanly")
-	}
-	return code
+	return 0
 }
