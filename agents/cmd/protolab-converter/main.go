@@ -13,17 +13,16 @@ import (
 	"flag"
 	"fmt"
 	"io"
-	"log/slog"
 	"net/netip"
 	"os"
 	"os/signal"
 	"runtime"
 	"strconv"
-	"strings"
 	"syscall"
 	"time"
 
 	"protolab/agents/converter"
+	"protolab/agents/internal/cli"
 	"protolab/agents/internal/measure"
 	"protolab/agents/metrics"
 )
@@ -55,16 +54,12 @@ One JSON line on stdout at the end: sent, sent_to, received, reflected,
 delay_mean/p50/p99_seconds, added_delay_*, dropped{reason}, bundles, ...
 `
 
-var roles = map[string]func(context.Context, *converter.Config, *converter.Stats) error{
-	"c2": converter.RunC2, "c1": converter.RunC1, "h": converter.RunH, "host": converter.RunHost, "wan": converter.RunWAN,
-}
-
 func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	if len(args) > 0 && (args[0] == "-version" || args[0] == "--version") {
 		fmt.Fprintf(stdout, "protolab-converter %s (revision %s, %s)\n", version, revision, runtime.Version())
 		return 0
 	}
-	if len(args) == 0 || roles[args[0]] == nil {
+	if len(args) == 0 || converter.Roles[args[0]] == nil {
 		fmt.Fprint(stderr, usage)
 		return 2
 	}
@@ -72,7 +67,6 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("protolab-converter "+role, flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	cfg := &converter.Config{}
-	source := role == "h" || role == "host" || role == "wan"
 	fs.IntVar(&cfg.ID, "id", 1, "host id (1..64) or C_1 number (1..6)")
 	fs.StringVar(&cfg.Iface, "iface", "", "interface of the IP multicast (c1, host, wan)")
 	fs.IntVar(&cfg.Port, "port", 4000, "this role's UDP port (c2: C_2's; c1: C_1's; h: the hosts' bundles)")
@@ -132,19 +126,8 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	if cfg.Arrival != measure.Constant && cfg.Arrival != measure.Poisson {
 		return bad("--arrival %q: constant or poisson", *arrival)
 	}
-	switch {
-	case cfg.Size < converter.MinSize || cfg.Size > 1400:
-		return bad("--size %d: %d..1400 bytes (address, header, payload)", cfg.Size, converter.MinSize)
-	case cfg.Interval <= 0 || cfg.Duration <= 0:
-		return bad("--interval and --duration must be > 0")
-	case cfg.MaxBundle < cfg.Size+8 || cfg.MaxBundle > 65507:
-		return bad("--max-bundle %d: %d..65507 (one message and its trailer, one UDP datagram)", cfg.MaxBundle, cfg.Size+8)
-	case role == "c1" && cfg.MTU < cfg.Size:
-		return bad("--mtu %d is smaller than a message (%d)", cfg.MTU, cfg.Size)
-	case source && role != "wan" && (cfg.ID < 1 || cfg.ID > nHosts):
-		return bad("--id %d: 1..%d (--hosts)", cfg.ID, nHosts)
-	case source && cfg.Rate < 0:
-		return bad("--rate must be >= 0")
+	if err := cfg.CheckFlags(role, nHosts); err != nil {
+		return bad("%v", err)
 	}
 	if role == "c1" || role == "h" {
 		if cfg.C2, err = netip.ParseAddrPort(*c2); err != nil {
@@ -152,69 +135,16 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		}
 	}
 	if role == "c2" {
-		for _, s := range strings.Split(*c1s, ",") {
-			if s = strings.TrimSpace(s); s == "" {
-				continue
-			}
-			ap, err := netip.ParseAddrPort(s)
-			if err != nil {
-				return bad("--c1 %q: %v", s, err)
-			}
-			cfg.C1s = append(cfg.C1s, ap)
-		}
-		if len(cfg.C1s) > 6 {
-			return bad("--c1: at most 6 router interfaces, not %d", len(cfg.C1s))
-		}
-		if cfg.HostCap, err = parseRate(*hostCap); err != nil {
-			return bad("--host-capacity: %v", err)
-		}
-		if cfg.C1Cap, err = parseRate(*c1Cap); err != nil {
-			return bad("--c1-capacity: %v", err)
-		}
-	}
-	if cfg.Seed == 0 {
-		cfg.Seed = int64(cfg.ID)*7919 + time.Now().UnixNano()%7919
-	}
-
-	logger := slog.New(slog.NewTextHandler(stderr, nil))
-	st := converter.NewStats(role)
-	set, err := metrics.New(metrics.Config{Version: version, Revision: revision}, "build_info")
-	if err != nil {
-		return bad("%v", err)
-	}
-	_ = set.Add("converter", st)
-	if *listen != "" {
-		reg, err := metrics.NewRegistry(set)
-		if err != nil {
+		if err := cfg.SetC2Flags(*c1s, *hostCap, *c1Cap); err != nil {
 			return bad("%v", err)
 		}
-		go func() { _ = metrics.ListenAndServe(ctx, *listen, metrics.NewHandler(reg, logger), logger) }()
 	}
-	if err := roles[role](ctx, cfg, st); err != nil {
+	sum, err := converter.Run(ctx, role, cfg, converter.RunOptions{Listen: *listen, Version: version, Revision: revision}, stderr)
+	if err != nil {
 		fmt.Fprintf(stderr, "protolab-converter %s: %v\n", role, err)
-		return 1
+		return cli.ExitCode(err)
 	}
-	out, _ := json.Marshal(st.Summary())
+	out, _ := json.Marshal(sum)
 	fmt.Fprintln(stdout, string(out))
 	return 0
-}
-
-// parseRate reads tc-style rates: 10Mbit, 100mbit, 1Gbit, 64kbit, 5000bit.
-func parseRate(s string) (float64, error) {
-	l := strings.ToLower(strings.TrimSpace(s))
-	mult := 1.0
-	for _, u := range []struct {
-		suffix string
-		m      float64
-	}{{"gbit", 1e9}, {"mbit", 1e6}, {"kbit", 1e3}, {"bit", 1}} {
-		if strings.HasSuffix(l, u.suffix) {
-			l, mult = strings.TrimSuffix(l, u.suffix), u.m
-			break
-		}
-	}
-	v, err := strconv.ParseFloat(l, 64)
-	if err != nil || !(v > 0) {
-		return 0, fmt.Errorf("%q: a rate such as 10Mbit", s)
-	}
-	return v * mult, nil
 }
