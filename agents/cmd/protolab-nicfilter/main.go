@@ -14,20 +14,13 @@ import (
 	"io/fs"
 	"log/slog"
 	"net"
-	"net/http"
 	"os"
-	"os/signal"
 	"runtime"
 	"strconv"
 	"strings"
-	"sync"
-	"syscall"
 	"time"
 
-	"github.com/cilium/ebpf/link"
-	"github.com/prometheus/client_golang/prometheus"
-
-	"protolab/agents/linkem"
+	"protolab/agents/internal/cli"
 	"protolab/agents/metrics"
 	"protolab/agents/nicfilter"
 )
@@ -87,21 +80,14 @@ Exit codes: 0 clean stop, 1 runtime error, 2 bad usage.
 Flags:
 `
 
-type hostSpec struct {
-	Port   string `json:"port"`
-	PID    int    `json:"pid"`
-	IfName string `json:"ifname"`
-	Mode   string `json:"mode"`
-}
-
 // hostsFlag collects the hosts: --port starts one, --pid/--ifname/--mode
 // set the last one's.
 type hostsFlag struct {
-	hosts       []hostSpec
+	hosts       []nicfilter.HostSpec
 	defaultMode string
 }
 
-func (h *hostsFlag) last(name string) (*hostSpec, error) {
+func (h *hostsFlag) last(name string) (*nicfilter.HostSpec, error) {
 	if len(h.hosts) == 0 {
 		return nil, fmt.Errorf("--%s before any --port", name)
 	}
@@ -117,7 +103,7 @@ func (f hostField) String() string { return "" }
 
 func (f hostField) Set(v string) error {
 	if f.name == "port" {
-		f.h.hosts = append(f.h.hosts, hostSpec{Port: v})
+		f.h.hosts = append(f.h.hosts, nicfilter.HostSpec{Port: v})
 		return nil
 	}
 	if f.name == "mode" && len(f.h.hosts) == 0 {
@@ -147,7 +133,7 @@ type usageError struct{ error }
 
 // parse reads the command line: the hosts, checked as far as can be without
 // privileges (the pid exists, the port exists).
-func parse(args []string, stderr io.Writer) (hosts []hostSpec, control string, poll time.Duration, level slog.Level, err error) {
+func parse(args []string, stderr io.Writer) (hosts []nicfilter.HostSpec, control string, poll time.Duration, level slog.Level, err error) {
 	if len(args) == 0 || (args[0] != "run" && !strings.HasPrefix(args[0], "-")) {
 		return nil, "", 0, 0, usageError{errors.New("want the subcommand run (see --help)")}
 	}
@@ -216,21 +202,21 @@ func parse(args []string, stderr io.Writer) (hosts []hostSpec, control string, p
 
 var errVersion = errors.New("version")
 
-func readConfig(path string) ([]hostSpec, error) {
+func readConfig(path string) ([]nicfilter.HostSpec, error) {
 	b, err := os.ReadFile(path)
 	if err != nil {
 		return nil, fmt.Errorf("--config: %w", err)
 	}
 	dec := json.NewDecoder(strings.NewReader(string(b)))
 	dec.DisallowUnknownFields()
-	var hosts []hostSpec
+	var hosts []nicfilter.HostSpec
 	if err := dec.Decode(&hosts); err != nil {
 		return nil, fmt.Errorf("--config %s: want a JSON list of {\"port\", \"pid\", \"ifname\", \"mode\"}: %w", path, err)
 	}
 	return hosts, nil
 }
 
-func checkHost(h hostSpec, ports map[string]bool) error {
+func checkHost(h nicfilter.HostSpec, ports map[string]bool) error {
 	var errs []error
 	name := h.Port
 	if h.Port == "" {
@@ -261,171 +247,6 @@ func checkHost(h hostSpec, ports map[string]bool) error {
 	return nil
 }
 
-// host is one running filter.
-type host struct {
-	spec   hostSpec
-	mode   nicfilter.Mode
-	nic    *nicfilter.Host
-	filter *nicfilter.Filter
-	link   link.Link
-
-	refreshing sync.Mutex // one refresh at a time: the poll's and /refresh's
-	mu         sync.Mutex
-	pollErrors uint64
-	lastErr    string
-}
-
-func (h *host) close() {
-	if h.link != nil {
-		h.link.Close()
-	}
-	if h.filter != nil {
-		h.filter.Close()
-	}
-	if h.nic != nil {
-		h.nic.Close()
-	}
-}
-
-// refresh reads the host's state and programs the filter with it.
-func (h *host) refresh() error {
-	h.refreshing.Lock()
-	defer h.refreshing.Unlock()
-	s, err := h.nic.Read(h.mode)
-	if err == nil {
-		old := h.filter.State()
-		if !sameState(old, s) {
-			err = h.filter.Set(s)
-		}
-	}
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	if err != nil {
-		h.pollErrors++
-		h.lastErr = err.Error()
-	} else {
-		h.lastErr = ""
-	}
-	return err
-}
-
-func sameState(a, b nicfilter.State) bool {
-	if a.Mode != b.Mode || a.MAC != b.MAC || a.AllMulti != b.AllMulti || a.Promisc != b.Promisc || len(a.Joined) != len(b.Joined) {
-		return false
-	}
-	in := map[[6]byte]bool{}
-	for _, x := range a.Joined {
-		in[x] = true
-	}
-	for _, x := range b.Joined {
-		if !in[x] {
-			return false
-		}
-	}
-	return true
-}
-
-type hostStats struct {
-	Port       string                     `json:"port"`
-	PID        int                        `json:"pid"`
-	IfName     string                     `json:"ifname"`
-	Mode       string                     `json:"mode"`
-	MAC        string                     `json:"mac"`
-	AllMulti   bool                       `json:"allmulti"`
-	Promisc    bool                       `json:"promisc"`
-	Joined     []string                   `json:"joined"`
-	Mask       string                     `json:"mask"`
-	Counters   map[string]nicfilter.Count `json:"counters"`
-	PollErrors uint64                     `json:"poll_errors"`
-	LastError  string                     `json:"last_error,omitempty"`
-}
-
-func (h *host) stats() (hostStats, error) {
-	s := h.filter.State()
-	c, err := h.filter.Counters()
-	st := hostStats{Port: h.spec.Port, PID: h.spec.PID, IfName: h.spec.IfName, Mode: h.mode.String(),
-		MAC: net.HardwareAddr(s.MAC[:]).String(), AllMulti: s.AllMulti, Promisc: s.Promisc,
-		Joined: []string{}, Mask: fmt.Sprintf("%#016x", nicfilter.Mask(s.Joined)), Counters: map[string]nicfilter.Count{}}
-	for _, a := range s.Joined {
-		st.Joined = append(st.Joined, net.HardwareAddr(a[:]).String())
-	}
-	for v, n := range c {
-		st.Counters[nicfilter.Verdict(v).String()] = n
-	}
-	h.mu.Lock()
-	st.PollErrors, st.LastError = h.pollErrors, h.lastErr
-	h.mu.Unlock()
-	return st, err
-}
-
-var (
-	packetsDesc = prometheus.NewDesc("protolab_nicfilter_packets_total",
-		"Frames at the egress of the bridge port toward a host, by the modelled NIC filter's verdict.", []string{"port", "verdict"}, nil)
-	bytesDesc = prometheus.NewDesc("protolab_nicfilter_bytes_total",
-		"Bytes of those frames (without FCS), by verdict.", []string{"port", "verdict"}, nil)
-	joinedDesc = prometheus.NewDesc("protolab_nicfilter_joined_groups",
-		"Link-layer multicast addresses the host has joined on the interface.", []string{"port"}, nil)
-	pollErrDesc = prometheus.NewDesc("protolab_nicfilter_poll_errors_total",
-		"Failed reads of the host's multicast list, address or flags.", []string{"port"}, nil)
-)
-
-type collector struct{ hosts []*host }
-
-func (c collector) Update(ch chan<- prometheus.Metric) error {
-	var errs []error
-	for _, h := range c.hosts {
-		st, err := h.stats()
-		if err != nil {
-			errs = append(errs, err)
-			continue
-		}
-		for v, n := range st.Counters {
-			ch <- prometheus.MustNewConstMetric(packetsDesc, prometheus.CounterValue, float64(n.Packets), st.Port, v)
-			ch <- prometheus.MustNewConstMetric(bytesDesc, prometheus.CounterValue, float64(n.Bytes), st.Port, v)
-		}
-		ch <- prometheus.MustNewConstMetric(joinedDesc, prometheus.GaugeValue, float64(len(st.Joined)), st.Port)
-		ch <- prometheus.MustNewConstMetric(pollErrDesc, prometheus.CounterValue, float64(st.PollErrors), st.Port)
-	}
-	return errors.Join(errs...)
-}
-
-func statsHandler(hosts []*host, next http.Handler) http.Handler {
-	mux := http.NewServeMux()
-	mux.HandleFunc("POST /refresh", func(w http.ResponseWriter, _ *http.Request) {
-		var errs []error
-		for _, h := range hosts {
-			if err := h.refresh(); err != nil {
-				errs = append(errs, fmt.Errorf("host %s: %w", h.spec.Port, err))
-			}
-		}
-		if err := errors.Join(errs...); err != nil {
-			http.Error(w, err.Error(), http.StatusInternalServerError)
-			return
-		}
-		writeStats(w, hosts)
-	})
-	mux.HandleFunc("GET /stats", func(w http.ResponseWriter, _ *http.Request) { writeStats(w, hosts) })
-	mux.Handle("/", next)
-	return mux
-}
-
-// writeStats answers with every host's hostStats.
-func writeStats(w http.ResponseWriter, hosts []*host) {
-	out := struct {
-		Hosts []hostStats `json:"hosts"`
-	}{Hosts: []hostStats{}}
-	for _, h := range hosts {
-		st, err := h.stats()
-		if err != nil {
-			http.Error(w, err.Error(), http.StatusInternalServerError)
-			return
-		}
-		out.Hosts = append(out.Hosts, st)
-	}
-	w.Header().Set("Content-Type", "application/json")
-	_ = json.NewEncoder(w).Encode(out)
-}
-
 // run is main without the process exit, for tests. It returns 0 after a
 // clean stop, 1 on a runtime error, 2 on bad usage.
 func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
@@ -444,107 +265,10 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		return 2
 	}
 	logger := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: level}))
-
-	var hosts []*host
-	defer func() {
-		for _, h := range hosts {
-			h.close()
-		}
-	}()
-	for _, sp := range specs {
-		mode, _ := nicfilter.ParseMode(sp.Mode)
-		h := &host{spec: sp, mode: mode}
-		hosts = append(hosts, h)
-		if h.nic, err = nicfilter.OpenHost(sp.PID, sp.IfName); err != nil {
-			fmt.Fprintf(stderr, "protolab-nicfilter: host %s: %v\n", sp.Port, err)
-			return 2
-		}
-		if h.filter, err = nicfilter.New(); err != nil {
-			logger.Error("loading", "port", sp.Port, "err", err)
-			return 1
-		}
-		if err := h.refresh(); err != nil {
-			logger.Error("reading the host's filter state", "port", sp.Port, "pid", sp.PID, "ifname", sp.IfName, "err", err)
-			return 1
-		}
-		if h.link, err = h.filter.AttachEgress(sp.Port); err != nil {
-			logger.Error("attaching", "port", sp.Port, "err", err)
-			return 1
-		}
-		st := h.filter.State()
-		logger.Info("attached", "port", sp.Port, "pid", sp.PID, "ifname", sp.IfName, "mode", mode,
-			"mac", net.HardwareAddr(st.MAC[:]).String(), "joined", len(st.Joined))
+	err = nicfilter.Run(ctx, specs, nicfilter.RunOptions{Control: control, Poll: poll, Version: version, Revision: revision,
+		Logger: logger}, stdout)
+	if cli.ExitCode(err) == 2 {
+		fmt.Fprintf(stderr, "protolab-nicfilter: %v\n", err)
 	}
-
-	set, err := metrics.New(metrics.Config{Version: version, Revision: revision, Logger: logger}, "build_info")
-	if err == nil {
-		err = set.Add("nicfilter", collector{hosts})
-	}
-	reg, err2 := metrics.NewRegistry(set)
-	if err = errors.Join(err, err2); err != nil {
-		logger.Error("setting up metrics", "err", err)
-		return 1
-	}
-	ctx, stop := signal.NotifyContext(ctx, syscall.SIGTERM, syscall.SIGINT)
-	defer stop()
-	srvErr := make(chan error, 1)
-	srvCtx, stopSrv := context.WithCancel(context.Background())
-	defer stopSrv()
-	var ln net.Listener
-	if control != "" {
-		if ln, err = linkem.ListenControl(control, logger); err != nil {
-			logger.Error("listen", "err", err)
-			return 1
-		}
-		defer ln.Close()
-		h := statsHandler(hosts, metrics.NewHandler(reg, logger))
-		go func() { srvErr <- metrics.Serve(srvCtx, ln, h, logger) }()
-	}
-	fmt.Fprintln(stdout, "ready")
-	if f, ok := stdout.(*os.File); ok {
-		_ = f.Sync()
-	}
-
-	tick := time.NewTicker(poll)
-	defer tick.Stop()
-	lastErr := make([]string, len(hosts))
-	code := 0
-loop:
-	for {
-		select {
-		case <-ctx.Done():
-			logger.Info("stopping", "reason", context.Cause(ctx))
-			break loop
-		case err := <-srvErr:
-			logger.Error("http server failed", "err", err)
-			code = 1
-			break loop
-		case <-tick.C:
-			for i, h := range hosts {
-				err := h.refresh()
-				msg := ""
-				if err != nil {
-					msg = err.Error()
-				}
-				if msg != lastErr[i] { // log changes only: a vanished host would log 10 times a second
-					if err != nil {
-						logger.Warn("reading the host's filter state", "port", h.spec.Port, "err", err)
-					} else {
-						logger.Info("reading the host's filter state works again", "port", h.spec.Port)
-					}
-					lastErr[i] = msg
-				}
-			}
-		}
-	}
-	stopSrv()
-	if ln != nil && code == 0 {
-		if err := <-srvErr; err != nil {
-			logger.Warn("http shutdown", "err", err)
-		}
-	}
-	if code == 0 {
-		logger.Info("stopped cleanly")
-	}
-	return code
+	return cli.ExitCode(err)
 }
