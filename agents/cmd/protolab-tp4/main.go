@@ -8,20 +8,14 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
 	"io"
-	"log/slog"
-	"math"
-	"net"
-	"net/netip"
 	"os"
 	"os/signal"
 	"runtime"
 	"strings"
-	"sync"
 	"syscall"
 	"time"
 
@@ -36,9 +30,8 @@ var (
 
 // Exit codes.
 const (
-	exitOK       = 0
-	exitFailed   = 1 // the transfer did not complete (connection failed, time limit, corrupt data)
-	exitBadInput = 2 // usage or flag errors
+	exitOK       = tp4.ExitOK
+	exitBadInput = tp4.ExitBadInput
 )
 
 func main() {
@@ -160,36 +153,13 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	if err != nil {
 		return bad("%v", err)
 	}
-	switch {
-	case o.tsdus < 1:
-		return bad("--tsdus %d: want >= 1", o.tsdus)
-	case o.tsduSize < tp4.MinTSDUSize || o.tsduSize > tp4.MaxTSDUSize:
-		return bad("--tsdu-size %d: want %d..%d octets", o.tsduSize, tp4.MinTSDUSize, tp4.MaxTSDUSize)
-	case o.expRate < 0 || o.expRate > 1:
-		return bad("--expedited-rate %g: want 0..1", o.expRate)
-	case o.linkKbit <= 0:
-		return bad("--link-kbit %g: want > 0", o.linkKbit)
-	case o.limit <= 0:
-		return bad("--time-limit %v: want > 0", o.limit)
-	case o.ber < 0 || o.ber > 1e-2:
-		return bad("--ber %g: want 0..1e-2", o.ber)
-	case o.loss < 0 || o.loss > 1:
-		return bad("--loss %g: want 0..1", o.loss)
+	ro := tp4.RunOptions{Role: role, Addr: o.addr, Listen: o.listen, LinkKbit: o.linkKbit, TSDUs: o.tsdus,
+		TSDUSize: o.tsduSize, ExpRate: o.expRate, Limit: o.limit, Linger: o.linger, Delay: o.delay, BER: o.ber,
+		Loss: o.loss, Seed: o.seed, Version: version, Revision: revision}
+	if err := ro.Check(); err != nil {
+		return bad("%v", err)
 	}
-	if role == "sim" {
-		return o.sim(cfg, stdout, stderr)
-	}
-	mu := &sync.Mutex{}
-	col := &tp4.Collector{Mu: mu}
-	if o.listen != "" {
-		if err := serveMetrics(ctx, o.listen, col, stderr); err != nil {
-			return bad("%v", err)
-		}
-	}
-	if role == "send" {
-		return o.send(ctx, cfg, mu, col, stdout, stderr)
-	}
-	return o.recv(ctx, cfg, mu, col, stdout, stderr)
+	return tp4.Run(ctx, cfg, ro, stdout, stderr)
 }
 
 // config is the transport configuration: the table's defaults, then the
@@ -244,219 +214,4 @@ func (o *opts) config(fs *flag.FlagSet) (tp4.Config, error) {
 		return c, err
 	}
 	return c, nil
-}
-
-func (o *opts) linkBits() float64 { return o.linkKbit * 1000 }
-
-// header is the part of every summary that repeats the parameters.
-func (o *opts) header(role string, c tp4.Config) map[string]any {
-	return map[string]any{
-		"tool": "protolab-tp4", "role": role, "version": version,
-		"ack": c.Ack.String(), "expedited_mechanism": c.Expedited.String(),
-		"tpdu_size_octets": c.TPDUSize, "window_octets": c.Window,
-		"send_buffer_octets": c.SendBuffer, "recv_buffer_octets": c.RecvBuffer,
-		"retransmit_seconds": c.Retransmit.Seconds(), "window_timer_seconds": c.WindowTimer.Seconds(),
-		"link_bits_per_second": o.linkBits(), "pace_bits_per_second": c.PaceBitsPerSecond,
-		"tsdus": o.tsdus, "tsdu_size_octets": o.tsduSize,
-		"expedited_rate": o.expRate, "expedited_every": tp4.ExpeditedEvery(o.expRate),
-	}
-}
-
-// merge adds v's JSON fields to m under prefix.
-func merge(m map[string]any, prefix string, v any) {
-	b, _ := json.Marshal(v)
-	var x map[string]any
-	_ = json.Unmarshal(b, &x)
-	for k, val := range x {
-		m[prefix+k] = val
-	}
-}
-
-func emit(w io.Writer, m map[string]any, ok bool) int {
-	for k, x := range m {
-		if f, isF := x.(float64); isF && (math.IsNaN(f) || math.IsInf(f, 0)) {
-			m[k] = nil
-		}
-	}
-	m["completed"] = ok
-	b, err := json.Marshal(m)
-	if err != nil {
-		return exitFailed
-	}
-	fmt.Fprintln(w, string(b))
-	if !ok {
-		return exitFailed
-	}
-	return exitOK
-}
-
-func (o *opts) send(ctx context.Context, cfg tp4.Config, mu *sync.Mutex, col *tp4.Collector, stdout, stderr io.Writer) int {
-	if o.addr == "" {
-		fmt.Fprintln(stderr, "protolab-tp4 send: --addr missing (the receiver's host:port)")
-		return exitBadInput
-	}
-	peer, err := resolve(o.addr)
-	if err != nil {
-		fmt.Fprintf(stderr, "protolab-tp4 send: --addr %q: %v\n", o.addr, err)
-		return exitBadInput
-	}
-	s, err := tp4.NewSender(cfg)
-	if err != nil {
-		fmt.Fprintf(stderr, "protolab-tp4 send: %v\n", err)
-		return exitBadInput
-	}
-	col.Sender = s
-	conn, err := net.ListenUDP("udp", nil)
-	if err != nil {
-		fmt.Fprintf(stderr, "protolab-tp4 send: %v\n", err)
-		return exitFailed
-	}
-	defer conn.Close()
-	feed := &tp4.Feeder{TSDUs: o.tsdus, Size: o.tsduSize, Every: tp4.ExpeditedEvery(o.expRate)}
-	var feedErr error
-	start := time.Now()
-	s.Connect(start)
-	l := &tp4.Loop{Conn: conn, Peer: peer, EP: s, Mu: mu, Hook: func(now time.Time) {
-		if feedErr == nil {
-			feedErr = feed.Feed(s, now)
-		}
-	}}
-	rctx, cancel := context.WithTimeout(ctx, o.limit)
-	defer cancel()
-	runErr := l.Run(rctx)
-	now := time.Now()
-	mu.Lock()
-	st := s.Stats(now)
-	mu.Unlock()
-	m := o.header("send", cfg)
-	merge(m, "", st)
-	n, eds := feed.Submitted()
-	m["tsdus_submitted"], m["expedited_submitted"] = n, eds
-	m["elapsed_seconds"] = now.Sub(start).Seconds()
-	m["write_errors"] = l.WriteErrors
-	m["foreign_datagrams"] = l.Foreign
-	if !st.AllAcked.IsZero() {
-		span := st.AllAcked.Sub(st.FirstSubmit).Seconds()
-		m["transfer_acked_seconds"] = span
-		m["throughput_efficiency_acked"] = float64(st.Octets) / span / (o.linkBits() / 8)
-	}
-	errs := errors.Join(runErr, s.Err(), feedErr)
-	ok := errs == nil && st.State == "closed" && n == o.tsdus && st.AllAcked.After(st.FirstSubmit)
-	if errs != nil {
-		m["error"] = errs.Error()
-		fmt.Fprintf(stderr, "protolab-tp4 send: %v\n", errs)
-	}
-	return emit(stdout, m, ok)
-}
-
-func (o *opts) recv(ctx context.Context, cfg tp4.Config, mu *sync.Mutex, col *tp4.Collector, stdout, stderr io.Writer) int {
-	la, err := net.ResolveUDPAddr("udp", o.addr)
-	if err != nil {
-		fmt.Fprintf(stderr, "protolab-tp4 recv: --addr %q: %v\n", o.addr, err)
-		return exitBadInput
-	}
-	cfg.MaxTSDU = o.tsduSize // a longer TSDU is not the workload's: the receiver gives up
-	r, err := tp4.NewReceiver(cfg)
-	if err != nil {
-		fmt.Fprintf(stderr, "protolab-tp4 recv: %v\n", err)
-		return exitBadInput
-	}
-	col.Receiver = r
-	meter := &tp4.Meter{Size: o.tsduSize}
-	r.OnTSDU, r.OnExpedited = meter.TSDU, meter.Expedited
-	conn, err := net.ListenUDP("udp", la)
-	if err != nil {
-		fmt.Fprintf(stderr, "protolab-tp4 recv: %v\n", err)
-		return exitFailed
-	}
-	defer conn.Close()
-	fmt.Fprintf(stderr, "protolab-tp4 recv: listening on %s\n", conn.LocalAddr())
-	start := time.Now()
-	l := &tp4.Loop{Conn: conn, EP: r, Mu: mu, Linger: o.linger}
-	rctx, cancel := context.WithTimeout(ctx, o.limit)
-	defer cancel()
-	runErr := l.Run(rctx)
-	now := time.Now()
-	mu.Lock()
-	st, ms := r.Stats(now), meter.Stats()
-	mu.Unlock()
-	m := o.header("recv", cfg)
-	merge(m, "", st)
-	merge(m, "user_", ms)
-	m["elapsed_seconds"] = now.Sub(start).Seconds()
-	m["transfer_seconds"] = ms.TransferSeconds()
-	m["throughput_efficiency"] = ms.Efficiency(o.linkBits())
-	m["per_octet_delay_seconds"] = ms.PerOctetDelay
-	m["expedited_delay_seconds"] = ms.ExpDelayMean
-	m["foreign_datagrams"] = l.Foreign
-	errs := errors.Join(runErr, r.Err())
-	if ms.Corrupt > 0 || ms.OutOfOrder > 0 {
-		errs = errors.Join(errs, fmt.Errorf("%d corrupt, %d out-of-order TSDUs: %s", ms.Corrupt, ms.OutOfOrder, ms.FirstError))
-	}
-	ok := errs == nil && st.State == "closed"
-	if errs != nil {
-		m["error"] = errs.Error()
-		fmt.Fprintf(stderr, "protolab-tp4 recv: %v\n", errs)
-	}
-	return emit(stdout, m, ok)
-}
-
-func (o *opts) sim(cfg tp4.Config, stdout, stderr io.Writer) int {
-	path := tp4.Path{RateBitsPerSecond: o.linkBits(), Delay: o.delay, BER: o.ber, Loss: o.loss, Overhead: cfg.Overhead}
-	res, err := tp4.Simulate(tp4.SimConfig{Sender: cfg, Receiver: cfg, Forward: path, Reverse: path,
-		TSDUs: o.tsdus, TSDUSize: o.tsduSize, ExpeditedEvery: tp4.ExpeditedEvery(o.expRate),
-		LinkBitsPerSec: o.linkBits(), Seed: o.seed, Limit: o.limit})
-	m := o.header("sim", cfg)
-	m["delay_seconds"], m["ber"], m["loss"], m["seed"] = o.delay.Seconds(), o.ber, o.loss, o.seed
-	merge(m, "sender_", res.Sender)
-	merge(m, "receiver_", res.Receiver)
-	merge(m, "user_", res.Meter)
-	m["elapsed_seconds"] = res.Elapsed.Seconds()
-	m["transfer_seconds"] = res.Meter.TransferSeconds()
-	m["throughput_efficiency"] = res.Efficiency
-	m["per_octet_delay_seconds"] = res.Meter.PerOctetDelay
-	m["expedited_delay_seconds"] = res.Meter.ExpDelayMean
-	m["dt_retransmissions"] = res.Sender.DTRetransmissions
-	m["receive_buffer_avg_octets"] = res.Receiver.RecvBufferAvg
-	m["receive_buffer_max_octets"] = res.Receiver.RecvBufferMax
-	m["tpdus_lost"] = res.Lost
-	if err != nil {
-		m["error"] = err.Error()
-		fmt.Fprintf(stderr, "protolab-tp4 sim: %v\n", err)
-	}
-	return emit(stdout, m, err == nil && res.Completed)
-}
-
-// resolve turns host:port into an address (IPv4 preferred).
-func resolve(s string) (netip.AddrPort, error) {
-	if ap, err := netip.ParseAddrPort(s); err == nil {
-		return ap, nil
-	}
-	ua, err := net.ResolveUDPAddr("udp", s)
-	if err != nil {
-		return netip.AddrPort{}, err
-	}
-	return ua.AddrPort(), nil
-}
-
-func serveMetrics(ctx context.Context, addr string, col *tp4.Collector, stderr io.Writer) error {
-	set, err := metrics.New(metrics.Config{Version: version, Revision: revision}, "build_info")
-	if err != nil {
-		return err
-	}
-	if err := set.Add("tp4", col); err != nil {
-		return err
-	}
-	reg, err := metrics.NewRegistry(set)
-	if err != nil {
-		return err
-	}
-	logger := slog.New(slog.NewTextHandler(stderr, nil))
-	ln, err := net.Listen("tcp", addr)
-	if err != nil {
-		return fmt.Errorf("--listen %q: %w", addr, err)
-	}
-	ln.Close() // the port is free; ListenAndServe binds it again
-	go func() { _ = metrics.ListenAndServe(ctx, addr, metrics.NewHandler(reg, logger), logger) }()
-	return nil
 }
