@@ -31,29 +31,14 @@ type RunOptions struct {
 // o.Logger and returned.
 func Run(ctx context.Context, cfg Config, o RunOptions, stdout io.Writer) error {
 	logger := o.Logger
-	// Listeners: the control socket (full API), the TCP one (metrics only).
-	var lns []net.Listener
+	lns, err := o.listen()
+	if err != nil {
+		return err
+	}
 	closeAll := func() {
 		for _, ln := range lns {
 			ln.Close()
 		}
-	}
-	if o.Control != "" {
-		ln, err := ListenControl(o.Control, logger)
-		if err != nil {
-			logger.Error("listen", "err", err)
-			return err
-		}
-		lns = append(lns, ln)
-	}
-	if o.Listen != "" {
-		ln, err := net.Listen("tcp", o.Listen)
-		if err != nil {
-			closeAll()
-			logger.Error("listen", "addr", o.Listen, "err", err)
-			return err
-		}
-		lns = append(lns, ln)
 	}
 	lk, err := Start(cfg, o.StartOptions)
 	if err != nil {
@@ -128,4 +113,34 @@ func Run(ctx context.Context, cfg Config, o RunOptions, stdout io.Writer) error 
 		logger.Info("stopped cleanly")
 	}
 	return failed
+}
+
+// listen opens the listeners: the control socket (full API), the TCP one
+// (metrics only). On an error it logs it and closes what it opened.
+func (o *RunOptions) listen() ([]net.Listener, error) {
+	logger := o.Logger
+	var lns []net.Listener
+	closeAll := func() {
+		for _, ln := range lns {
+			ln.Close()
+		}
+	}
+	if o.Control != "" {
+		ln, err := ListenControl(o.Control, logger)
+		if err != nil {
+			logger.Error("listen", "err", err)
+			return nil, err
+		}
+		lns = append(lns, ln)
+	}
+	if o.Listen != "" {
+		ln, err := net.Listen("tcp", o.Listen)
+		if err != nil {
+			closeAll()
+			logger.Error("listen", "addr", o.Listen, "err", err)
+			return nil, err
+		}
+		lns = append(lns, ln)
+	}
+	return lns, nil
 }
