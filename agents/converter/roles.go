@@ -213,6 +213,13 @@ type hostSide struct {
 	seen  seen    // ... and C_2's numbers handed up
 	rbuf  []byte
 	rw    bundle.Writer
+
+	cfg    *Config
+	st     *Stats
+	uc     *net.UDPConn
+	c2     *net.UDPAddr
+	words  int
+	ctlOut []byte // flush's sequence-number control message
 }
 
 // ack notes C_2's acknowledgement of join seq; false (nothing kept) when
@@ -226,6 +233,45 @@ func (h *hostSide) ack(seq uint32) bool {
 	return true
 }
 
+// newHostSide is RunH's state for cfg's host with joins groups, sending to
+// C_2 over uc.
+func newHostSide(cfg *Config, st *Stats, uc *net.UDPConn, groups []int) *hostSide {
+	h := &hostSide{buf: make([]byte, 0, 65535), acked: make([]bool, len(groups)+1)}
+	h.cfg, h.st, h.uc, h.c2 = cfg, st, uc, udpAddr(cfg.C2)
+	h.words = bundle.Words(cfg.Plan.Hosts)
+	h.cond = sync.NewCond(&h.mu)
+	h.w.Begin(h.buf, h.words, cfg.MaxBundle)
+	if cfg.Reliable {
+		h.rel, h.rbuf = newOutbox(cfg.Interval), make([]byte, 0, 65535)
+	}
+	h.ctlOut = make([]byte, 0, bundle.ControlLen)
+	return h
+}
+
+// flush closes the bundle being written (numbering it in reliable mode),
+// sends it to C_2 when it holds anything and begins the next (h.mu held).
+func (h *hostSide) flush() {
+	cfg, st := h.cfg, h.st
+	if h.w.Reserved() {
+		h.w.Reserve(0, 0)
+		if seq := h.rel.close(1, time.Now()); seq != 0 {
+			h.ctlOut = bundle.Control{Type: bundle.CtlSeq, Host: uint8(cfg.ID), Seq: seq}.AppendPayload(h.ctlOut[:0])
+			h.w.AddAddr(bundle.ControlAddr, h.ctlOut)
+		}
+	}
+	if h.w.Count() == 0 {
+		return
+	}
+	h.w.SetMask(bundle.Bit(cfg.ID))
+	b := h.w.Finish()
+	if _, err := h.uc.WriteToUDP(b, h.c2); err == nil {
+		st.mu.Lock()
+		st.BundlesOut++
+		st.mu.Unlock()
+	}
+	h.w.Begin(h.buf, h.words, cfg.MaxBundle)
+}
+
 // RunH is a simulation host behind the converter: joins its groups at C_2
 // (acknowledged control messages), bundles its messages every interval to
 // C_2 and reads C_2's broadcast bundles.
@@ -235,110 +281,123 @@ func RunH(ctx context.Context, cfg *Config, st *Stats) error {
 		return err
 	}
 	defer uc.Close()
-	c2 := udpAddr(cfg.C2)
-	words := bundle.Words(cfg.Plan.Hosts)
 	groups := cfg.Plan.GroupsOf(cfg.ID)
-	h := &hostSide{buf: make([]byte, 0, 65535), acked: make([]bool, len(groups)+1)}
-	h.cond = sync.NewCond(&h.mu)
-	h.w.Begin(h.buf, words, cfg.MaxBundle)
-	if cfg.Reliable {
-		h.rel, h.rbuf = newOutbox(cfg.Interval), make([]byte, 0, 65535)
-	}
-	ctlOut := make([]byte, 0, bundle.ControlLen)
-	flush := func() { // h.mu held
-		if h.w.Reserved() {
-			h.w.Reserve(0, 0)
-			if seq := h.rel.close(1, time.Now()); seq != 0 {
-				ctlOut = bundle.Control{Type: bundle.CtlSeq, Host: uint8(cfg.ID), Seq: seq}.AppendPayload(ctlOut[:0])
-				h.w.AddAddr(bundle.ControlAddr, ctlOut)
-			}
-		}
-		if h.w.Count() == 0 {
-			return
-		}
-		h.w.SetMask(bundle.Bit(cfg.ID))
-		b := h.w.Finish()
-		if _, err := uc.WriteToUDP(b, c2); err == nil {
-			st.mu.Lock()
-			st.BundlesOut++
-			st.mu.Unlock()
-		}
-		h.w.Begin(h.buf, words, cfg.MaxBundle)
-	}
+	h := newHostSide(cfg, st, uc, groups)
 	var wg sync.WaitGroup
 	wg.Add(1)
 	go func() {
 		defer wg.Done()
 		r := newReader()
 		var br bundle.Reader
-		for r.read(pc, func(b []byte, _ netip.AddrPort, now time.Time) {
-			if err := br.Open(b); err != nil {
-				st.Drop(bundle.Reason(err), 1)
-				return
-			}
-			if !br.Mask().Has(cfg.ID) {
-				return // not for this host: the interface never hands it up
-			}
-			st.mu.Lock()
-			st.BundlesIn++
-			st.PerBundle.Add(float64(br.Count()))
-			st.mu.Unlock()
-			repeat := false
-			if h.rel != nil {
-				if c, m, ok := lastSeq(&br, true); ok && m.Has(cfg.ID) {
-					h.mu.Lock()
-					repeat = !h.seen.first(c.Seq, now)
-					h.addCtl(bundle.Control{Type: bundle.CtlRAck, Host: uint8(cfg.ID), Seq: c.Seq}, flush)
-					h.mu.Unlock()
-				}
-			}
-			for {
-				m, p, ok := br.NextMask()
-				if !ok {
-					break
-				}
-				if !m.Has(cfg.ID) {
-					continue
-				}
-				if !isData(p) {
-					c, err := bundle.ParseControl(p)
-					if err != nil {
-						st.Drop(DropControl, 1)
-						continue
-					}
-					h.mu.Lock()
-					switch c.Type {
-					case bundle.CtlAck:
-						if !h.ack(c.Seq) {
-							st.Drop(DropControl, 1)
-						}
-					case bundle.CtlRAck:
-						if h.rel != nil && int(c.Host) == cfg.ID {
-							st.Acked(h.rel.ack(c.Seq, 1))
-						}
-					case bundle.CtlCongestion:
-						st.mu.Lock()
-						st.Congestion = int(c.Level)
-						st.mu.Unlock()
-					}
-					h.mu.Unlock()
-					continue
-				}
-				if repeat {
-					st.mu.Lock()
-					st.Duplicates++
-					st.mu.Unlock()
-					continue
-				}
-				st.deliver(cfg.ID, p, now)
-			}
-		}) {
+		for r.read(pc, func(b []byte, _ netip.AddrPort, now time.Time) { h.receive(&br, b, now) }) {
 		}
 	}()
 	defer func() { _ = uc.Close(); wg.Wait() }()
 
 	// Join every group, resending the unacknowledged ones, before any traffic.
 	st.Groups = len(groups)
+	if joined, err := h.joinAll(ctx, groups); !joined {
+		return err
+	}
+
+	stop := make(chan struct{})
+	wg.Add(1)
+	go func() { // the bundling interval
+		defer wg.Done()
+		h.interval(stop)
+	}()
+	err = source(ctx, cfg, st, cfg.ID, func(_ int, msg []byte) { h.emit(msg) })
+	h.mu.Lock()
+	h.flush()
+	h.mu.Unlock()
+	sleep(ctx, cfg.Drain) // the interval goes on: acknowledgements and retransmissions
+	close(stop)
+	h.mu.Lock()
+	h.flush() // the acknowledgements gathered since the last interval
+	h.mu.Unlock()
+	return err
+}
+
+// receive hands up one bundle from C_2 read into b: its control messages
+// for this host, and its data messages unless it repeats a numbered bundle
+// already handed up.
+func (h *hostSide) receive(br *bundle.Reader, b []byte, now time.Time) {
+	cfg, st := h.cfg, h.st
+	if err := br.Open(b); err != nil {
+		st.Drop(bundle.Reason(err), 1)
+		return
+	}
+	if !br.Mask().Has(cfg.ID) {
+		return // not for this host: the interface never hands it up
+	}
+	st.mu.Lock()
+	st.BundlesIn++
+	st.PerBundle.Add(float64(br.Count()))
+	st.mu.Unlock()
+	repeat := false
+	if h.rel != nil {
+		if c, m, ok := lastSeq(br, true); ok && m.Has(cfg.ID) {
+			h.mu.Lock()
+			repeat = !h.seen.first(c.Seq, now)
+			h.addCtl(bundle.Control{Type: bundle.CtlRAck, Host: uint8(cfg.ID), Seq: c.Seq}, h.flush)
+			h.mu.Unlock()
+		}
+	}
+	for {
+		m, p, ok := br.NextMask()
+		if !ok {
+			break
+		}
+		if !m.Has(cfg.ID) {
+			continue
+		}
+		if !isData(p) {
+			h.control(p)
+			continue
+		}
+		if repeat {
+			st.mu.Lock()
+			st.Duplicates++
+			st.mu.Unlock()
+			continue
+		}
+		st.deliver(cfg.ID, p, now)
+	}
+}
+
+// control acts on one control message from C_2: a join's or a numbered
+// bundle's acknowledgement, or the congestion level.
+func (h *hostSide) control(p []byte) {
+	cfg, st := h.cfg, h.st
+	c, err := bundle.ParseControl(p)
+	if err != nil {
+		st.Drop(DropControl, 1)
+		return
+	}
+	h.mu.Lock()
+	switch c.Type {
+	case bundle.CtlAck:
+		if !h.ack(c.Seq) {
+			st.Drop(DropControl, 1)
+		}
+	case bundle.CtlRAck:
+		if h.rel != nil && int(c.Host) == cfg.ID {
+			st.Acked(h.rel.ack(c.Seq, 1))
+		}
+	case bundle.CtlCongestion:
+		st.mu.Lock()
+		st.Congestion = int(c.Level)
+		st.mu.Unlock()
+	}
+	h.mu.Unlock()
+}
+
+// joinAll sends a join for every group of groups not yet acknowledged,
+// again every retransmit/4, until C_2 has acknowledged them all (true).
+// It is false with an error when cfg.JoinWait passes first, and false with
+// none when ctx ends.
+func (h *hostSide) joinAll(ctx context.Context, groups []int) (bool, error) {
+	cfg := h.cfg
 	deadline := time.Now().Add(cfg.JoinWait)
 	ctl := make([]byte, 0, bundle.ControlLen)
 	for {
@@ -352,77 +411,72 @@ func RunH(ctx context.Context, cfg *Config, st *Stats) error {
 			missing++
 			ctl = bundle.Control{Type: bundle.CtlJoin, Host: uint8(cfg.ID), Group: uint16(g), Seq: seq}.AppendPayload(ctl[:0])
 			if !h.w.AddAddr(bundle.ControlAddr, ctl) {
-				flush()
+				h.flush()
 				h.w.AddAddr(bundle.ControlAddr, ctl)
 			}
 		}
-		flush()
+		h.flush()
 		h.mu.Unlock()
 		if missing == 0 {
-			break
+			return true, nil
 		}
 		if time.Now().After(deadline) {
-			return fmt.Errorf("C_2 at %v acknowledged %d of %d joins in %v", cfg.C2, len(groups)-missing, len(groups), cfg.JoinWait)
+			return false, fmt.Errorf("C_2 at %v acknowledged %d of %d joins in %v", cfg.C2, len(groups)-missing, len(groups), cfg.JoinWait)
 		}
 		if !sleep(ctx, retransmit/4) {
-			return nil
+			return false, nil
 		}
 	}
+}
 
-	stop := make(chan struct{})
-	wg.Add(1)
-	go func() { // the bundling interval
-		defer wg.Done()
-		t := time.NewTicker(cfg.Interval)
-		defer t.Stop()
-		for {
-			select {
-			case <-stop:
-				return
-			case now := <-t.C:
-				h.mu.Lock()
-				flush()
-				if h.rel != nil {
-					if n := h.rel.due(now, func(seq uint32, p *pending) { h.resend(cfg, seq, p, uc, c2, st) }); n > 0 {
-						st.Drop(DropGaveUp, uint64(n))
-					}
+// interval flushes the bundle every cfg.Interval, and in reliable mode
+// retransmits the numbered bundles C_2 has not acknowledged, until stop is
+// closed.
+func (h *hostSide) interval(stop <-chan struct{}) {
+	cfg, st := h.cfg, h.st
+	t := time.NewTicker(cfg.Interval)
+	defer t.Stop()
+	for {
+		select {
+		case <-stop:
+			return
+		case now := <-t.C:
+			h.mu.Lock()
+			h.flush()
+			if h.rel != nil {
+				if n := h.rel.due(now, func(seq uint32, p *pending) { h.resend(cfg, seq, p, h.uc, h.c2, st) }); n > 0 {
+					st.Drop(DropGaveUp, uint64(n))
 				}
-				h.mu.Unlock()
 			}
+			h.mu.Unlock()
 		}
-	}()
-	err = source(ctx, cfg, st, cfg.ID, func(_ int, msg []byte) {
-		h.mu.Lock()
-		addr := binary.BigEndian.Uint16(msg)
-		keep := h.rel != nil && bundle.Priority(addr)
-		if keep && !h.w.Reserved() && !h.w.Reserve(bundle.AddrBytes, ctlPayload) {
-			flush()
+	}
+}
+
+// emit adds one originated message (packet address first) to the bundle,
+// keeping the priority ones for retransmission in reliable mode.
+func (h *hostSide) emit(msg []byte) {
+	h.mu.Lock()
+	addr := binary.BigEndian.Uint16(msg)
+	keep := h.rel != nil && bundle.Priority(addr)
+	if keep && !h.w.Reserved() && !h.w.Reserve(bundle.AddrBytes, ctlPayload) {
+		h.flush()
+		h.w.Reserve(bundle.AddrBytes, ctlPayload)
+	}
+	if !h.w.AddAddr(addr, msg[bundle.AddrBytes:]) {
+		h.flush()
+		if keep {
 			h.w.Reserve(bundle.AddrBytes, ctlPayload)
 		}
 		if !h.w.AddAddr(addr, msg[bundle.AddrBytes:]) {
-			flush()
-			if keep {
-				h.w.Reserve(bundle.AddrBytes, ctlPayload)
-			}
-			if !h.w.AddAddr(addr, msg[bundle.AddrBytes:]) {
-				st.Drop(DropOverflow, 1)
-				keep = false
-			}
+			h.st.Drop(DropOverflow, 1)
+			keep = false
 		}
-		if keep {
-			h.rel.keep(addr, 0, msg[bundle.AddrBytes:])
-		}
-		h.mu.Unlock()
-	})
-	h.mu.Lock()
-	flush()
+	}
+	if keep {
+		h.rel.keep(addr, 0, msg[bundle.AddrBytes:])
+	}
 	h.mu.Unlock()
-	sleep(ctx, cfg.Drain) // the interval goes on: acknowledgements and retransmissions
-	close(stop)
-	h.mu.Lock()
-	flush() // the acknowledgements gathered since the last interval
-	h.mu.Unlock()
-	return err
 }
 
 // addCtl puts a control message in the next bundle to C_2 (h.mu held).
