@@ -303,141 +303,25 @@ const pathQueue = 64
 func rrMulti(ctx context.Context, paths []*Path, cfg RRConfig, live *Live) (*Outcome, error) {
 	out := &Outcome{Rec: &Recorder{LateBound: cfg.LateBound, Block: cfg.Block}, Start: time.Now()}
 	clk := newClock(ctx, cfg.Limits, out.Start)
-	replies := make(chan reply, 256)
-	done := make(chan struct{})
-	queues := make([]chan []byte, len(paths))
-	dead := make([]bool, len(paths))
-	for i, p := range paths {
-		if p.Conn == nil {
-			dead[i] = true
-			continue
-		}
-		queues[i] = make(chan []byte, pathQueue)
-		go func(i int, c transport.Conn, q chan []byte) { // writer
-			for msg := range q {
-				if err := c.WriteMsg(msg); err != nil {
-					select {
-					case replies <- reply{path: i, err: fmt.Errorf("write: %w", err)}:
-					case <-done:
-					}
-					for range q {
-					}
-					return
-				}
-			}
-		}(i, p.Conn, queues[i])
-		go func(i int, c transport.Conn) { // reader
-			var buf []byte
-			for {
-				m, err := c.ReadMsg(buf)
-				r := reply{path: i, at: time.Now()}
-				if err != nil {
-					if transport.IsTimeout(err) {
-						continue // udp gave a request up; the run's own timer counts it
-					}
-					r.err = fmt.Errorf("read: %w", err)
-				} else if h, herr := parseHeader(m); herr == nil && refusal(h, m) != nil {
-					r.err = refusal(h, m)
-				} else if herr != nil || h.op != opResponse {
-					r.err = fmt.Errorf("read: not a response (%v)", herr)
-				} else {
-					r.seq, r.n, buf = h.seq, len(m)-Header, m
-				}
-				select {
-				case replies <- r:
-				case <-done:
-					return
-				}
-				if r.err != nil {
-					return
-				}
-			}
-		}(i, p.Conn)
-	}
-	defer func() {
-		close(done)
-		for _, q := range queues {
-			if q != nil {
-				close(q)
-			}
-		}
-		// Readers and writers end when the caller closes the Conns.
-	}()
-	alive := func() bool {
-		for _, d := range dead {
-			if !d {
-				return true
-			}
-		}
-		return false
-	}
+	f := startFanout(paths)
+	defer f.stop() // readers and writers end when the caller closes the Conns
 	dr := newDraws(cfg)
 	for i := 0; ; i++ {
 		if out.Stopped = clk.stop(i); out.Stopped != "" {
 			break
 		}
-		if !alive() {
+		if !f.alive() {
 			return out.end(), fmt.Errorf("request %d: every path failed: %s", i, pathErrors(paths))
 		}
 		msg, n, m := dr.request(nil, uint32(i)) // fresh: writers still hold earlier ones
 		t0 := time.Now()
 		live.started()
-		for k := range queues { // rotating the order: the first queued is not always first sent
-			j := (i + k) % len(queues)
-			if dead[j] {
-				continue
-			}
-			select {
-			case queues[j] <- msg:
-			default:
-				paths[j].Skipped++
-			}
-		}
+		f.send(i, msg)
 		out.SentBytes += int64(n)
 		dl, atEnd := clk.iterDeadline(t0)
-		timer := time.NewTimer(time.Until(dl))
-	wait:
-		for {
-			select {
-			case r := <-replies:
-				if r.err != nil {
-					dead[r.path] = true
-					if paths[r.path].Err == nil {
-						paths[r.path].Err = r.err
-					}
-					if !alive() {
-						timer.Stop()
-						return out.end(), fmt.Errorf("request %d: every path failed: %s", i, pathErrors(paths))
-					}
-					continue
-				}
-				if r.seq != uint32(i) {
-					continue // a slower path's answer to an earlier request
-				}
-				if r.n != m {
-					timer.Stop()
-					return out.end(), fmt.Errorf("response %d on path %d: %d payload bytes, asked for %d", i, r.path+1, r.n, m)
-				}
-				d := r.at.Sub(t0)
-				paths[r.path].Wins++
-				out.RecvBytes += int64(m)
-				out.Rec.Add(d, t0)
-				live.done(d, cfg.LateBound, n, m)
-				break wait
-			case <-timer.C:
-				if atEnd {
-					out.Stopped = StopTimeLimit
-				} else {
-					out.Rec.Timeout(t0)
-					live.timedOut()
-				}
-				break wait
-			case <-ctx.Done():
-				out.Stopped = StopInterrupted
-				break wait
-			}
+		if err := f.await(ctx, out, live, cfg, i, t0, dl, atEnd, n, m); err != nil {
+			return out.end(), err
 		}
-		timer.Stop()
 		if out.Stopped != "" {
 			break
 		}
@@ -447,6 +331,168 @@ func rrMulti(ctx context.Context, paths []*Path, cfg RRConfig, live *Live) (*Out
 		}
 	}
 	return out.end(), nil
+}
+
+// fanout is rrMulti's paths in flight: a send queue per open path, and
+// the replies its writer and reader goroutines report.
+type fanout struct {
+	paths   []*Path
+	replies chan reply
+	done    chan struct{} // closed when rrMulti returns
+	queues  []chan []byte // nil for a path without a Conn
+	dead    []bool
+}
+
+// startFanout starts a writer and a reader for every path with a Conn;
+// the others are dead from the start.
+func startFanout(paths []*Path) *fanout {
+	f := &fanout{
+		paths:   paths,
+		replies: make(chan reply, 256),
+		done:    make(chan struct{}),
+		queues:  make([]chan []byte, len(paths)),
+		dead:    make([]bool, len(paths)),
+	}
+	for i, p := range paths {
+		if p.Conn == nil {
+			f.dead[i] = true
+			continue
+		}
+		f.queues[i] = make(chan []byte, pathQueue)
+		go f.write(i, p.Conn, f.queues[i])
+		go f.read(i, p.Conn)
+	}
+	return f
+}
+
+// stop tells the goroutines rrMulti is done and closes the send queues.
+func (f *fanout) stop() {
+	close(f.done)
+	for _, q := range f.queues {
+		if q != nil {
+			close(q)
+		}
+	}
+}
+
+// write sends path i's queued requests on c; after a failed write it
+// reports the error and drains q.
+func (f *fanout) write(i int, c transport.Conn, q chan []byte) {
+	for msg := range q {
+		if err := c.WriteMsg(msg); err != nil {
+			select {
+			case f.replies <- reply{path: i, err: fmt.Errorf("write: %w", err)}:
+			case <-f.done:
+			}
+			for range q {
+			}
+			return
+		}
+	}
+}
+
+// read reports every response read on path i's c, until an error (which
+// it reports too) or rrMulti is done.
+func (f *fanout) read(i int, c transport.Conn) {
+	var buf []byte
+	for {
+		m, err := c.ReadMsg(buf)
+		r := reply{path: i, at: time.Now()}
+		if err != nil {
+			if transport.IsTimeout(err) {
+				continue // udp gave a request up; the run's own timer counts it
+			}
+			r.err = fmt.Errorf("read: %w", err)
+		} else if h, herr := parseHeader(m); herr == nil && refusal(h, m) != nil {
+			r.err = refusal(h, m)
+		} else if herr != nil || h.op != opResponse {
+			r.err = fmt.Errorf("read: not a response (%v)", herr)
+		} else {
+			r.seq, r.n, buf = h.seq, len(m)-Header, m
+		}
+		select {
+		case f.replies <- r:
+		case <-f.done:
+			return
+		}
+		if r.err != nil {
+			return
+		}
+	}
+}
+
+// alive is whether any path is still alive.
+func (f *fanout) alive() bool {
+	for _, d := range f.dead {
+		if !d {
+			return true
+		}
+	}
+	return false
+}
+
+// send queues request i's msg on every live path, rotating the order (the
+// first queued is not always first sent); a full queue skips it.
+func (f *fanout) send(i int, msg []byte) {
+	for k := range f.queues {
+		j := (i + k) % len(f.queues)
+		if f.dead[j] {
+			continue
+		}
+		select {
+		case f.queues[j] <- msg:
+		default:
+			f.paths[j].Skipped++
+		}
+	}
+}
+
+// await waits until dl for the first response to request i (sent at t0,
+// n bytes, asking for m) and records it, its timeout, or why the run
+// stops (out.Stopped). The error ends the run: every path failed, or a
+// response of the wrong size.
+func (f *fanout) await(ctx context.Context, out *Outcome, live *Live, cfg RRConfig, i int, t0, dl time.Time, atEnd bool, n, m int) error {
+	paths := f.paths
+	timer := time.NewTimer(time.Until(dl))
+	defer timer.Stop()
+	for {
+		select {
+		case r := <-f.replies:
+			if r.err != nil {
+				f.dead[r.path] = true
+				if paths[r.path].Err == nil {
+					paths[r.path].Err = r.err
+				}
+				if !f.alive() {
+					return fmt.Errorf("request %d: every path failed: %s", i, pathErrors(paths))
+				}
+				continue
+			}
+			if r.seq != uint32(i) {
+				continue // a slower path's answer to an earlier request
+			}
+			if r.n != m {
+				return fmt.Errorf("response %d on path %d: %d payload bytes, asked for %d", i, r.path+1, r.n, m)
+			}
+			d := r.at.Sub(t0)
+			paths[r.path].Wins++
+			out.RecvBytes += int64(m)
+			out.Rec.Add(d, t0)
+			live.done(d, cfg.LateBound, n, m)
+			return nil
+		case <-timer.C:
+			if atEnd {
+				out.Stopped = StopTimeLimit
+			} else {
+				out.Rec.Timeout(t0)
+				live.timedOut()
+			}
+			return nil
+		case <-ctx.Done():
+			out.Stopped = StopInterrupted
+			return nil
+		}
+	}
 }
 
 func pathErrors(paths []*Path) string {
