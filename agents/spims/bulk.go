@@ -112,47 +112,21 @@ func BulkGet(ctx context.Context, c transport.Conn, cfg BulkConfig, live *Live) 
 	stopWake := context.AfterFunc(ctx, func() { c.SetDeadline(time.Now()) })
 	defer stopWake()
 	bytes := int64(cfg.Count) * int64(cfg.UnitSize)
-	var msg, ans []byte
-	var readNs []int64 // delays: when each unit of this transfer was read
+	r := &bulkRun{ctx: ctx, c: c, cfg: cfg, dst: dst, exp: exp, out: out, clock: clock}
 	for i := 0; ; i++ {
 		if out.Stopped = clk.stop(i); out.Stopped != "" {
 			break
 		}
-		msg = appendMsg(msg[:0], header{op: opBulkStart, seq: uint32(i), a: uint32(cfg.Count), b: uint32(cfg.UnitSize)}, 0)
-		readNs = readNs[:0]
+		r.msg = appendMsg(r.msg[:0], header{op: opBulkStart, seq: uint32(i), a: uint32(cfg.Count), b: uint32(cfg.UnitSize)}, 0)
+		r.readNs = r.readNs[:0]
 		live.started()
 		t0 := time.Now()
 		c.SetDeadline(t0.Add(cfg.Timeout))
-		if err := c.WriteMsg(msg); err != nil {
+		if err := c.WriteMsg(r.msg); err != nil {
 			return out.end(), stopErr(ctx, out, fmt.Errorf("transfer %d: start: %w", i, err))
 		}
-		for u := 0; u < cfg.Count; u++ {
-			if u%64 == 0 {
-				c.SetDeadline(time.Now().Add(cfg.Timeout))
-			}
-			b, err := dst.buf(cfg.UnitSize)
-			if err != nil {
-				return out.end(), fmt.Errorf("transfer %d: unit %d: %w", i, u, err)
-			}
-			m, err := readUnit(c, b, exp)
-			if err != nil {
-				return out.end(), stopErr(ctx, out, fmt.Errorf("transfer %d: unit %d of %d: %w", i, u, cfg.Count, err))
-			}
-			now := monoNow()
-			h, err := parseHeader(m)
-			if rerr := refusal(h, m); err == nil && rerr != nil {
-				return out.end(), fmt.Errorf("transfer %d: unit %d of %d: %w", i, u, cfg.Count, rerr)
-			}
-			if err != nil || h.op != opBulkData || h.seq != uint32(u) || len(m)-Header != cfg.UnitSize {
-				return out.end(), fmt.Errorf("transfer %d: unit %d of %d: got op 0x%02x seq %d with %d bytes (%v)", i, u, cfg.Count, h.op, h.seq, len(m)-Header, err)
-			}
-			if clock != "" {
-				readNs = append(readNs, now)
-			}
-			if err := dst.put(m); err != nil {
-				return out.end(), fmt.Errorf("transfer %d: unit %d of %d: %w", i, u, cfg.Count, err)
-			}
-			out.RecvBytes += int64(cfg.UnitSize)
+		if ok, err := r.units(i); !ok {
+			return out.end(), err
 		}
 		d := time.Since(t0)
 		if exp != nil { // the expedited messages due in this transfer, the last may follow its last unit
@@ -160,43 +134,9 @@ func BulkGet(ctx context.Context, c transport.Conn, cfg BulkConfig, live *Live) 
 				return out.end(), stopErr(ctx, out, fmt.Errorf("transfer %d: %w", i, err))
 			}
 		}
-		msg = appendMsg(msg[:0], header{op: opBulkStop, seq: uint32(i)}, 0)
-		c.SetDeadline(time.Now().Add(cfg.Timeout))
-		if err := c.WriteMsg(msg); err != nil {
-			return out.end(), stopErr(ctx, out, fmt.Errorf("transfer %d: stop: %w", i, err))
-		}
-		m, err := c.ReadMsg(ans)
-		if err != nil {
-			return out.end(), stopErr(ctx, out, fmt.Errorf("transfer %d: stop answer: %w", i, err))
-		}
-		ans = m
-		h, err := parseHeader(m)
-		if (clock != "" || cfg.SenderCounters) && err == nil && h.op == opBulkDone && len(m) > Header+16 {
-			var rep stopReport
-			if err := json.Unmarshal(m[Header+16:], &rep); err != nil {
-				return out.end(), fmt.Errorf("transfer %d: the stop answer's report: %w", i, err)
-			}
-			if clock != "" {
-				if len(rep.HandedNs) != len(readNs) {
-					return out.end(), fmt.Errorf("transfer %d: the responder's hand-over times of %d units, %d read", i, len(rep.HandedNs), len(readNs))
-				}
-				for u, t := range rep.HandedNs {
-					out.Bulk.UnitDelays = append(out.Bulk.UnitDelays, float64(readNs[u]-t)/1e9)
-				}
-			}
-			if out.Bulk.SenderCounters != nil {
-				for k, v := range rep.Counters {
-					out.Bulk.SenderCounters[k] += v
-				}
-			}
-			m = m[:Header+16]
-		}
-		if err != nil || h.op != opBulkDone || len(m) != Header+16 {
-			return out.end(), fmt.Errorf("transfer %d: want the stop answer, got op 0x%02x (%v)", i, h.op, err)
-		}
-		senderNs := binary.BigEndian.Uint64(m[Header:])
-		if sent := binary.BigEndian.Uint64(m[Header+8:]); sent != uint64(bytes) {
-			return out.end(), fmt.Errorf("transfer %d: responder sent %d bytes, asked for %d", i, sent, bytes)
+		senderNs, ok, err := r.stop(i, bytes)
+		if !ok {
+			return out.end(), err
 		}
 		out.Rec.Add(d, t0)
 		live.done(d, cfg.LateBound, 0, int(bytes))
@@ -204,6 +144,103 @@ func BulkGet(ctx context.Context, c transport.Conn, cfg BulkConfig, live *Live) 
 		out.Bulk.Sender = append(out.Bulk.Sender, float64(bytes)/(float64(max(senderNs, 1))/1e9))
 	}
 	return out.end(), nil
+}
+
+// bulkRun is one BulkGet run's connection and settings, and the buffers
+// its transfers reuse.
+type bulkRun struct {
+	ctx    context.Context
+	c      transport.Conn
+	cfg    BulkConfig
+	dst    sink
+	exp    *expReceiver
+	out    *Outcome
+	clock  string  // the boot id (delays or expedited); set, readNs is kept
+	msg    []byte  // the start and stop requests
+	ans    []byte  // the stop answer
+	readNs []int64 // delays: when each unit of this transfer was read
+}
+
+// units reads transfer i's cfg.Count units into the destination. When it
+// is false the run ends with the error (nil: interrupted, out.Stopped).
+func (r *bulkRun) units(i int) (bool, error) {
+	ctx, c, cfg, out := r.ctx, r.c, r.cfg, r.out
+	for u := 0; u < cfg.Count; u++ {
+		if u%64 == 0 {
+			c.SetDeadline(time.Now().Add(cfg.Timeout))
+		}
+		b, err := r.dst.buf(cfg.UnitSize)
+		if err != nil {
+			return false, fmt.Errorf("transfer %d: unit %d: %w", i, u, err)
+		}
+		m, err := readUnit(c, b, r.exp)
+		if err != nil {
+			return false, stopErr(ctx, out, fmt.Errorf("transfer %d: unit %d of %d: %w", i, u, cfg.Count, err))
+		}
+		now := monoNow()
+		h, err := parseHeader(m)
+		if rerr := refusal(h, m); err == nil && rerr != nil {
+			return false, fmt.Errorf("transfer %d: unit %d of %d: %w", i, u, cfg.Count, rerr)
+		}
+		if err != nil || h.op != opBulkData || h.seq != uint32(u) || len(m)-Header != cfg.UnitSize {
+			return false, fmt.Errorf("transfer %d: unit %d of %d: got op 0x%02x seq %d with %d bytes (%v)", i, u, cfg.Count, h.op, h.seq, len(m)-Header, err)
+		}
+		if r.clock != "" {
+			r.readNs = append(r.readNs, now)
+		}
+		if err := r.dst.put(m); err != nil {
+			return false, fmt.Errorf("transfer %d: unit %d of %d: %w", i, u, cfg.Count, err)
+		}
+		out.RecvBytes += int64(cfg.UnitSize)
+	}
+	return true, nil
+}
+
+// stop ends transfer i of bytes bytes: it asks the responder to stop,
+// checks its answer and takes the report in it (unit delays, sender
+// counters). It returns the responder's sending time in ns; when it is
+// false the run ends with the error (nil: interrupted, out.Stopped).
+func (r *bulkRun) stop(i int, bytes int64) (uint64, bool, error) {
+	ctx, c, cfg, out := r.ctx, r.c, r.cfg, r.out
+	r.msg = appendMsg(r.msg[:0], header{op: opBulkStop, seq: uint32(i)}, 0)
+	c.SetDeadline(time.Now().Add(cfg.Timeout))
+	if err := c.WriteMsg(r.msg); err != nil {
+		return 0, false, stopErr(ctx, out, fmt.Errorf("transfer %d: stop: %w", i, err))
+	}
+	m, err := c.ReadMsg(r.ans)
+	if err != nil {
+		return 0, false, stopErr(ctx, out, fmt.Errorf("transfer %d: stop answer: %w", i, err))
+	}
+	r.ans = m
+	h, err := parseHeader(m)
+	if (r.clock != "" || cfg.SenderCounters) && err == nil && h.op == opBulkDone && len(m) > Header+16 {
+		var rep stopReport
+		if err := json.Unmarshal(m[Header+16:], &rep); err != nil {
+			return 0, false, fmt.Errorf("transfer %d: the stop answer's report: %w", i, err)
+		}
+		if r.clock != "" {
+			if len(rep.HandedNs) != len(r.readNs) {
+				return 0, false, fmt.Errorf("transfer %d: the responder's hand-over times of %d units, %d read", i, len(rep.HandedNs), len(r.readNs))
+			}
+			for u, t := range rep.HandedNs {
+				out.Bulk.UnitDelays = append(out.Bulk.UnitDelays, float64(r.readNs[u]-t)/1e9)
+			}
+		}
+		if out.Bulk.SenderCounters != nil {
+			for k, v := range rep.Counters {
+				out.Bulk.SenderCounters[k] += v
+			}
+		}
+		m = m[:Header+16]
+	}
+	if err != nil || h.op != opBulkDone || len(m) != Header+16 {
+		return 0, false, fmt.Errorf("transfer %d: want the stop answer, got op 0x%02x (%v)", i, h.op, err)
+	}
+	senderNs := binary.BigEndian.Uint64(m[Header:])
+	if sent := binary.BigEndian.Uint64(m[Header+8:]); sent != uint64(bytes) {
+		return 0, false, fmt.Errorf("transfer %d: responder sent %d bytes, asked for %d", i, sent, bytes)
+	}
+	return senderNs, true, nil
 }
 
 // readUnit reads the next message of the bulk stream into b, taking any
