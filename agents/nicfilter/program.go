@@ -156,6 +156,8 @@ func (m *Maps) Close() {
 // ether_crc_le, unrolled over the 6 bytes, with the table read by direct
 // map value access (no helper calls); Perfect's lookup and the counter
 // update are the only helper calls.
+//
+// Instructions stays one function: it is one BPF program, read top to bottom against the verifier's view.
 func Instructions(m *Maps) asm.Instructions {
 	const (
 		rCtx    = asm.R6

@@ -113,6 +113,8 @@ func bad(format string, a ...any) error { return &BadJob{fmt.Sprintf(format, a..
 // Resolve validates j against the transport registry. A transport this
 // host cannot run is an error wrapping transport.ErrUnavailable; anything
 // else wrong is a *BadJob.
+//
+// Resolve stays one function: it is the job's checks in the order their errors are reported, read top to bottom.
 func Resolve(j Job) (*Plan, error) {
 	p := &Plan{Job: j}
 	switch j.Procedure {

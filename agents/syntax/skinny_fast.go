@@ -21,6 +21,8 @@ import (
 // match decodes b, whose prefix of type t has matched, into the codec's
 // struct of type t; nil when anything after the prefix differs from what
 // berWriter writes.
+//
+// match stays one function: it is the unrolled fast path, each PDU type's fields in berWriter's order, inline for speed.
 func (s *skinny) match(b []byte, t dis.PDUType) dis.PDU {
 	r := fastReader{b: b, pos: len(s.prefix[t]), ok: true}
 	p := s.pdus.Get(t)

@@ -43,6 +43,8 @@ type datagram struct {
 }
 
 // Run drives the endpoint until it is done (plus Linger) or ctx ends.
+//
+// Run stays one function: its reader goroutine, the goroutine's shutdown and the timer loop share one lifetime, read together.
 func (l *Loop) Run(ctx context.Context) error {
 	if l.Mu == nil {
 		l.Mu = &sync.Mutex{}

@@ -91,6 +91,8 @@ var SimEpoch = time.Unix(1_000_000_000, 0)
 // Simulate runs one transfer between a Sender and a Receiver over two
 // Paths in virtual time, with the Feeder as the sending user and a Meter
 // as the receiving one. It is deterministic for a seed.
+//
+// Simulate stays one function: its event loop and transmit share the virtual clock, the heap and the seeded draws, whose order fixes the result.
 func Simulate(c SimConfig) (SimResult, error) {
 	var res SimResult
 	s, err := NewSender(c.Sender)
