@@ -167,11 +167,7 @@ func RunHost(ctx context.Context, cfg *Config, st *Stats) error {
 		defer wg.Done()
 		r := newReader()
 		for r.read(pc, func(b []byte, _ netip.AddrPort, now time.Time) {
-			st.mu.Lock()
-			st.PacketsIn++
-			st.mu.Unlock()
-			if len(b) < bundle.AddrBytes {
-				st.Drop(DropHeader, 1)
+			if !st.In(b) {
 				return
 			}
 			st.deliver(cfg.ID, b[bundle.AddrBytes:], now)

@@ -118,12 +118,7 @@ func (c *c1Side) add(addr uint16, p []byte, arrived time.Time) {
 
 // fromRouter bundles one IP multicast packet from the router.
 func (c *c1Side) fromRouter(b []byte, _ netip.AddrPort, now time.Time) {
-	st := c.st
-	st.mu.Lock()
-	st.PacketsIn++
-	st.mu.Unlock()
-	if len(b) < bundle.AddrBytes {
-		st.Drop(DropHeader, 1)
+	if !c.st.In(b) {
 		return
 	}
 	c.mu.Lock()

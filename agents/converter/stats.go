@@ -9,6 +9,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
+	"protolab/agents/bundle"
 	"protolab/agents/internal/measure"
 )
 
@@ -65,6 +66,19 @@ func (s *Stats) Drop(reason string, n uint64) {
 	s.mu.Lock()
 	s.Dropped[reason] += n
 	s.mu.Unlock()
+}
+
+// In counts a packet in and says whether it is long enough to carry a host's address (a shorter one is
+// dropped as DropHeader).
+func (s *Stats) In(b []byte) bool {
+	s.mu.Lock()
+	s.PacketsIn++
+	s.mu.Unlock()
+	if len(b) < bundle.AddrBytes {
+		s.Drop(DropHeader, 1)
+		return false
+	}
+	return true
 }
 
 // Acked counts a number fully acknowledged after `sendings` (0: not yet, nothing counted).
