@@ -74,7 +74,7 @@ import docker.errors
 
 from bench import OUT
 from bench.deploy import IMAGE, RATE, deploy_once, switched_topology
-from protolab import cleanup, dockerhost, environment, naming, ownership
+from protolab import cleanup, engine, environment, naming, ownership
 from protolab.errors import LabError, ProtolabError
 from protolab.lab import CAPABILITIES, MULTICAST_PREFIX, OFFLOADS, exec_in, firewall
 from protolab.lab.impair import _rate_args
@@ -158,7 +158,7 @@ def cgroup_memory_mib(pid: int) -> float | None:
 def refuse_foreign(prefixes: list[str]) -> None:
     """Stop before making anything when a link this bench would make exists already (cleanup.clean removed what
     protolab's ledgers list, so it is not ours: deleting it by name would delete someone else's link)."""
-    taken = [name for p in prefixes for name in dockerhost.links_with_prefix(p)]
+    taken = [name for p in prefixes for name in engine.links_with_prefix(p)]
     if taken:
         raise ProtolabError(f"links {', '.join(taken)} exist and no protolab ledger lists them: remove or rename them")
 
@@ -286,7 +286,7 @@ def floor_once(client: Any, run: Run, t: Topology) -> dict[str, Any]:
     mem_before = mem_available_mib()
     t0 = time.monotonic()
     firewall.ensure_bridged_forwarding(fl)
-    dockerhost.ensure_mgmt_network(client, ledger=fl)
+    engine.ensure_mgmt_network(client, ledger=fl)
     parallel(start, hosts)
     t1 = time.monotonic()
     batch("ip", [f"link add name {bridge} type bridge stp_state 0 ageing_time 30000 mcast_snooping 0 "
@@ -318,8 +318,8 @@ def floor_once(client: Any, run: Run, t: Topology) -> dict[str, Any]:
     for e in around:
         if e["kind"] == "rule":
             sh([e["tool"], "-w", "-t", e["table"], "-D", *e["rule"]])
-        else:  # dockerhost's: Docker's stale-endpoint state is said with its fix, not as a bare API error
-            dockerhost.remove_network(client, e["name"])
+        else:  # engine's: Docker's stale-endpoint state is said with its fix, not as a bare API error
+            engine.remove_network(client, e["name"])
     t4 = time.monotonic()
     result.update({"deploy_seconds": t2 - t0, "teardown_seconds": t4 - t3, "reachable": code == 0,
                    "containers_seconds": t1 - t0, "network_seconds": t2 - t1,
@@ -499,7 +499,7 @@ def main() -> int:
     failures: list[str] = []
     try:
         refuse_foreign([naming.bridge_name(FLOOR_SWITCH), naming.bridge_name(MN_SWITCH)])
-        client = dockerhost.client()
+        client = engine.client()
         measured: tuple[int, float] | None = None  # (hosts, MiB per container) at the largest N so far
         for hosts in sorted(set(a.hosts)):
             per, source = ASSUMED_MIB_PER_CONTAINER, "assumed"

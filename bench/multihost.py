@@ -29,9 +29,9 @@ from typing import Any
 
 from bench import OUT, write_result
 from bench.deploy_floor import MEMORY_MARGIN, MEMORY_RESERVE_MIB, mem_available_mib
-from protolab import placement
 from protolab.lab import stitch
 from protolab.shell import in_netns, run
+from protolab.testbed import placement
 from protolab.topo import VxlanEnd
 
 HOSTS_K = (1, 2, 4, 8)

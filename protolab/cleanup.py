@@ -20,7 +20,7 @@ import os
 import shutil
 from pathlib import Path
 
-from . import dockerhost, naming, ownership
+from . import engine, naming, ownership
 from .errors import DockerUnreachableError, LabBusyError
 from .killpoint import killpoint
 from .lab import rxcpu
@@ -29,7 +29,7 @@ from .ownership import Context, Ledger
 
 def _labelled(ctx: Context, remove: bool) -> list[str]:
     """Containers and networks carrying this instance's label (any of its runs', ledger or not)."""
-    return dockerhost.labelled(ctx.client, [f"{naming.LABEL}=true"], remove)
+    return engine.labelled(ctx.client, [f"{naming.LABEL}=true"], remove)
 
 
 def _targets() -> Path:
@@ -48,7 +48,7 @@ def leftovers() -> list[str]:
     found += _labelled(ctx, remove=False)
     found += [f"stale helper socket {p}" for p in ownership.stale_helper_sockets()]
     from . import multilab
-    from .hostmon import remote_root
+    from .testbed.federation import remote_root
 
     # the last two: this machine as a testbed host reached over SSH (its keepers' and its Prometheus's state)
     for root in (multilab.state_root(), multilab.remote_state_root(), remote_root()):
@@ -98,7 +98,7 @@ def _clean(verbose: bool, forced: bool) -> list[str]:
         # emulated host (in a ledger below) still answers
         done += multilab.clean_parts(failures)
         done += multilab.clean_hosted_parts()  # and this machine's, as a host that was reached over SSH
-        from .hostmon import remote_root
+        from .testbed.federation import remote_root
 
         if remote_root().is_dir():  # this machine as a host reached over SSH: its Prometheus's targets
             shutil.rmtree(remote_root(), ignore_errors=True)

@@ -182,7 +182,8 @@ def cmd_check(a: argparse.Namespace) -> int:
 
 
 def cmd_place(a: argparse.Namespace) -> int:
-    from . import labctl, placement
+    from . import labctl
+    from .testbed import placement
 
     inv = placement.load_inventory(a.inventory or placement.DEFAULT_INVENTORY)
     p = None

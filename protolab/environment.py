@@ -11,7 +11,7 @@ from typing import Any
 import psutil
 
 from . import mnlog
-from .hoststats import parse_proc_net_dev
+from .counters import parse_proc_net_dev
 from .shell import run
 
 REPO = Path(__file__).resolve().parent.parent

@@ -34,7 +34,7 @@ from typing import Any
 
 import requests
 
-from . import dockerhost, naming
+from . import engine, naming
 from .errors import MonitoringError
 from .shell import CommandError, run
 
@@ -244,7 +244,7 @@ def up(client: Any, ledger: Any = None) -> bool:
     ledger = ledger or ownership.Ledger(ownership.MONITORING_LEDGER)
     grafana = grafana_available()
     refuse_taken_ports(client, grafana)
-    dockerhost.ensure_mgmt_network(client, ledger=ledger)
+    engine.ensure_mgmt_network(client, ledger=ledger)
     if not any(e["kind"] == "compose" for e in ledger.entries()):
         ledger.add("compose", project=naming.COMPOSE_PROJECT)
     held = ownership.holder()

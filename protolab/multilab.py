@@ -2,12 +2,12 @@
 and held by a lab keeper of its own on that host (protolab.labctl's, given the part as JSON), with its own state
 directory (lock, ledger, socket) and Docker engine.
 
-An emulated host (protolab.emuhost, inventory variable protolab_netns) gets its keeper here, in the host's network
-namespace with `nsenter --net`; any other host gets it over the host's SSH session (protolab.hostlink), started
-and asked there (`python -m protolab.labctl --client/--state` on the host), its engine reached through a socket
-the session forwards. Either way the keeper runs in a mount namespace of its own where /sys is its network
-namespace's (Mininet and the counters read /sys/class/net), the cgroup hierarchies bound back under it. An
-emulated host with an sshd (emuhost.start(ssh=True)) stands for a remote one on this machine.
+An emulated host (protolab.testbed.emulation, inventory variable protolab_netns) gets its keeper here, in the host's
+network namespace with `nsenter --net`; any other host gets it over the host's SSH session (protolab.testbed.reach),
+started and asked there (`python -m protolab.labctl --client/--state` on the host), its engine reached through a
+socket the session forwards. Either way the keeper runs in a mount namespace of its own where /sys is its network
+namespace's (Mininet and the counters read /sys/class/net), the cgroup hierarchies bound back under it. An emulated
+host with an sshd (emulation.start(ssh=True)) stands for a remote one on this machine.
 
 At deploy, what the run's figures need to know about the hosts is measured: each stitch's underlay round trip and
 its sd (the delay and jitter the tunnel's path adds to the link's own), and each host's clock offset from this
@@ -37,9 +37,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from . import labctl, naming, placement
+from . import labctl, naming
 from .errors import LabError
 from .jsonio import write_json
+from .testbed import placement
 from .topo import Topology
 
 STATE_ROOT = Path("/run/protolab-hosts")
@@ -111,11 +112,11 @@ class Part:
         return st if isinstance(st, dict) else None
 
     def _on_host(self, *args: str) -> Any:
-        from . import hostlink
+        from .testbed import reach
 
         cmd = ["env", f"PROTOLAB_STATE_DIR={self.remote_dir}", naming.instance_env(),
                self.host.python or sys.executable, "-m", "protolab.labctl", *args]  # fmt: skip
-        p = subprocess.run(hostlink.command(self.host, cmd), capture_output=True, text=True,
+        p = subprocess.run(reach.command(self.host, cmd), capture_output=True, text=True,
                            timeout=labctl.REQUEST_TIMEOUT + 30)  # fmt: skip
         try:
             return json.loads(p.stdout.strip().splitlines()[-1])
@@ -157,9 +158,9 @@ class MultiLab:
 
     def container(self, node: str) -> Any:
         """A node's container, a handle on its host's engine (docker-py)."""
-        from . import hostlink
+        from .testbed import reach
 
-        return docker_client(hostlink.engine(self.host_of(node).host)).containers.get(naming.container_name(node))
+        return docker_client(reach.engine(self.host_of(node).host)).containers.get(naming.container_name(node))
 
     def state(self) -> dict[str, Any]:
         """Placement, stitches and each host's keeper state (for the manifest and inspect)."""
@@ -173,7 +174,7 @@ class MultiLab:
         return out
 
     def destroy(self) -> list[str]:
-        from . import hostlink
+        from .testbed import reach
 
         failures = []
         for name, part in self.parts.items():
@@ -189,7 +190,7 @@ class MultiLab:
                     part.proc.wait(timeout=60)
             if part.remote and not failures:  # the keeper's own state on the host, then the session
                 failures += [f"{name}: {f}" for f in _clean_remote(part.host) if f.startswith("its keeper")]
-                hostlink.close(part.host)
+                reach.close(part.host)
             if not failures:
                 shutil.rmtree(part.state_dir, ignore_errors=True)  # its lock, ledger and log: nothing left held
         with contextlib.suppress(OSError):
@@ -210,10 +211,10 @@ def docker_client(engine: str) -> Any:
 
 
 def host_cmd(host: placement.TestbedHost, cmd: list[str]) -> list[str]:
-    """`cmd` as it runs on a testbed host (protolab.hostlink: an emulated host's namespace, or over SSH)."""
-    from . import hostlink
+    """`cmd` as it runs on a testbed host (protolab.testbed.reach: an emulated host's namespace, or over SSH)."""
+    from .testbed import reach
 
-    return hostlink.command(host, cmd)
+    return reach.command(host, cmd)
 
 
 def measure_underlay(lab: MultiLab, inventory: placement.Inventory, count: int = UNDERLAY_PINGS) -> None:
@@ -312,14 +313,14 @@ def _keeper_cmd(part: Part, req: labctl.Request) -> list[str]:
     """The keeper of a part: in its own mount namespace where /sys is the host's network namespace's (Mininet and
     the counters read /sys/class/net); here in an emulated host's namespace, or on a remote host over its SSH
     session, with its state directory and engine there."""
-    from . import hostlink
+    from .testbed import reach
 
     keeper = ["unshare", "--mount", "--propagation", "private", "--", "sh", "-c", SYSFS, "sh",
               part.host.python or sys.executable, "-m", "protolab.labctl", json.dumps(req.__dict__)]  # fmt: skip
     if part.remote:
         keeper = ["env", f"PROTOLAB_STATE_DIR={part.remote_dir}", f"DOCKER_HOST={part.host.engine}",
                   naming.instance_env(), *keeper]  # fmt: skip
-    return hostlink.command(part.host, keeper)
+    return reach.command(part.host, keeper)
 
 
 def deploy(topology: Topology, inventory: placement.Inventory, out: Any = sys.stderr, ledger: Any = None) -> MultiLab:
@@ -364,16 +365,17 @@ def deploy(topology: Topology, inventory: placement.Inventory, out: Any = sys.st
 def clean_parts(failures: list[str] | None = None) -> list[str]:
     """`protolab clean`: what keepers of host parts left here (their emulated hosts' engines and namespaces are
     the main ledger's): the keepers and every process of their labs killed, their state directories removed; then
-    the remote hosts' Prometheus that runs' ledgers record, over live sessions (hostmon.sweep_remote); the SSH
+    the remote hosts' Prometheus that runs' ledgers record, over live sessions (federation.sweep_remote); the SSH
     sessions last. What could not be reached goes to `failures` (left on its host), not to what was done."""
     import signal
 
-    from . import hostlink, hostmon, ownership
+    from . import ownership
+    from .testbed import federation, reach
 
     failures = [] if failures is None else failures
     done: list[str] = []
     if not state_root().is_dir():  # no keeper left here; a run's remote Prometheus may be
-        return hostmon.sweep_remote(failures) + hostlink.close_all()
+        return federation.sweep_remote(failures) + reach.close_all()
     with contextlib.suppress(OSError, ValueError, KeyError):  # a supervisor of a lab over several hosts
         st = json.loads(supervisor_state().read_text())
         if ownership.alive(st["pid"], st.get("start")):
@@ -396,10 +398,10 @@ def clean_parts(failures: list[str] | None = None) -> list[str]:
             left = [f"{host.name}: {line}" for line in lines if line.startswith("its keeper's state")]
             failures += left
             done += [f"{host.name}: {line}" for line in lines if f"{host.name}: {line}" not in left]
-        if d != hostlink.CONTROL_DIR:
+        if d != reach.CONTROL_DIR:
             done += clean_part_dir(d)
-    done += hostmon.sweep_remote(failures)  # over the sessions still open (or opened again)
-    done += hostlink.close_all()  # kept-open SSH sessions to testbed hosts, last (the remote cleanups used them)
+    done += federation.sweep_remote(failures)  # over the sessions still open (or opened again)
+    done += reach.close_all()  # kept-open SSH sessions to testbed hosts, last (the remote cleanups used them)
     with contextlib.suppress(OSError):
         state_root().rmdir()
     return done

@@ -35,7 +35,7 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
-from . import dockerhost, hoststate, naming
+from . import engine, kernelstate, naming
 from .errors import DockerUnreachableError, LabBusyError, ProtolabError
 from .jsonio import JsonLog
 from .killpoint import killpoint
@@ -237,7 +237,7 @@ class Context:
             raise self._error
         if self._client is None:
             try:
-                self._client = dockerhost.client()
+                self._client = engine.client()
             except DockerUnreachableError as exc:
                 self._error = exc
                 raise
@@ -276,17 +276,17 @@ def _container(entry: dict[str, Any], ctx: Context, remove: bool) -> bool:
 
 
 def _network(entry: dict[str, Any], ctx: Context, remove: bool) -> bool:
-    return dockerhost.remove_network(ctx.client, entry["name"], remove)
+    return engine.remove_network(ctx.client, entry["name"], remove)
 
 
 def _compose(entry: dict[str, Any], ctx: Context, remove: bool) -> bool:
     """The monitoring stack: containers and networks of the project that carry our label (never others')."""
     labels = [f"com.docker.compose.project={entry['project']}", f"{naming.LABEL}=true"]
-    return bool(dockerhost.labelled(ctx.client, labels, remove))
+    return bool(engine.labelled(ctx.client, labels, remove))
 
 
 def _link(entry: dict[str, Any], _ctx: Context, remove: bool) -> bool:
-    index = dockerhost.ifindex(entry["name"])
+    index = engine.ifindex(entry["name"])
     if index is None or (entry.get("ifindex") is not None and index != entry["ifindex"]):
         return False  # gone, or a newer link of the same name that is not ours
     if remove:
@@ -326,11 +326,11 @@ def _process(entry: dict[str, Any], _ctx: Context, remove: bool) -> bool:
 
 
 def _host(entry: dict[str, Any], _ctx: Context, remove: bool) -> bool:
-    if not hoststate.differences(entry["before"], hoststate.snapshot()):
+    if not kernelstate.differences(entry["before"], kernelstate.snapshot()):
         return False
     if remove:
-        hoststate.restore(entry["before"])
-        left = hoststate.differences(entry["before"], hoststate.snapshot())
+        kernelstate.restore(entry["before"])
+        left = kernelstate.differences(entry["before"], kernelstate.snapshot())
         if left:
             raise RuntimeError("host settings not restored: " + "; ".join(left))
     return True
@@ -345,7 +345,7 @@ def _netns(entry: dict[str, Any], _ctx: Context, remove: bool) -> bool:
 
 
 def _engine(entry: dict[str, Any], _ctx: Context, remove: bool) -> bool:
-    """A Docker engine protolab started for an emulated testbed host (protolab.emuhost): its containers, the
+    """A Docker engine protolab started for an emulated testbed host (protolab.testbed.emulation): its containers, the
     daemon, and its data and exec roots."""
     dirs = [Path(entry[k]) for k in ("data_root", "exec_root")]
     up = entry.get("daemon_pid") is not None and _running(entry["daemon_pid"], entry.get("start"))
@@ -534,7 +534,7 @@ class Ledger:
         """Attach each recorded link's ifindex (after the links were made)."""
         for e in self.entries(self.scope):
             if e["kind"] == "link" and e.get("ifindex") is None:
-                index = dockerhost.ifindex(e["name"])
+                index = engine.ifindex(e["name"])
                 if index is not None:
                     self.made(e, ifindex=index)
 
@@ -637,7 +637,7 @@ def ledgers() -> list[Ledger]:
 
 def record_host(ledger: Ledger) -> dict[str, Any]:
     """Snapshot the host settings a run may change, into the ledger (restored by the sweep); returns it."""
-    before = hoststate.snapshot()
+    before = kernelstate.snapshot()
     ledger.add("host", before=before)
     return before
 

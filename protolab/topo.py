@@ -55,12 +55,12 @@ class Host:
     routes: list[tuple[str, str]] = field(default_factory=list)  # (destination prefix, gateway)
     interfaces: list[Interface] = field(default_factory=list)  # extra ones, beyond one per link
     nic_filter: str = "perfect"  # its NICs' receive address filter on bridges (NIC_FILTER_DOC)
-    host: str | None = None  # the testbed host it must run on (protolab.placement); None: placed
+    host: str | None = None  # the testbed host it must run on (protolab.testbed.placement); None: placed
 
 
 @dataclass
 class VxlanEnd:
-    """One end of a link stitched between two testbed hosts (protolab.placement): a VXLAN device on this host's
+    """One end of a link stitched between two testbed hosts (protolab.testbed.placement): a VXLAN device on this host's
     bridge that carries the link's frames to the other host's."""
 
     vni: int
@@ -84,7 +84,7 @@ class Switch:
     capacity_bps: float | None = None  # hub only: the shared medium's capacity
     multicast_snooping: bool = False  # IGMP snooping; when on, the bridge is also the querier
     queue_frames: int = 100  # hub only: frames waiting for the medium (HUB_QUEUE_DOC)
-    host: str | None = None  # the testbed host it must run on, with its members (protolab.placement)
+    host: str | None = None  # the testbed host it must run on, with its members (protolab.testbed.placement)
     vxlan: VxlanEnd | None = None  # a stitch bridge: one node's half of a link to another host (placement.split)
 
 

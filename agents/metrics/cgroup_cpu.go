@@ -5,7 +5,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
-	"protolab/agents/internal/hoststats"
+	"protolab/agents/internal/counters"
 )
 
 func init() {
@@ -14,7 +14,7 @@ func init() {
 
 // cgroupCPUCollector reports the CPU used by the cgroup mounted at root,
 // which inside a container is the container itself (read by
-// hoststats.ReadCgroupCPU). It fails when the usage counter cannot be read;
+// counters.ReadCgroupCPU). It fails when the usage counter cannot be read;
 // a missing throttling counter is simply not exported.
 type cgroupCPUCollector struct {
 	root string
@@ -46,7 +46,7 @@ func newCgroupCPUCollector(cfg Config) (Collector, error) {
 }
 
 func (c *cgroupCPUCollector) Update(ch chan<- prometheus.Metric) error {
-	s, err := hoststats.ReadCgroupCPU(c.root)
+	s, err := counters.ReadCgroupCPU(c.root)
 	if err != nil {
 		return fmt.Errorf("cgroup_cpu: %w", err)
 	}

@@ -7,7 +7,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/procfs"
 
-	"protolab/agents/internal/hoststats"
+	"protolab/agents/internal/counters"
 )
 
 func init() {
@@ -61,7 +61,7 @@ func newNetDevCollector(cfg Config) (Collector, error) {
 }
 
 func (c *netDevCollector) Update(ch chan<- prometheus.Metric) error {
-	devs, err := hoststats.ReadNetDev(c.procPath)
+	devs, err := counters.ReadNetDev(c.procPath)
 	if err != nil {
 		return fmt.Errorf("netdev: %w", err)
 	}

@@ -110,7 +110,7 @@ func TestNetDevValues(t *testing.T) {
 	}
 }
 
-// The reader's own failures are tested in internal/hoststats; here, that the
+// The reader's own failures are tested in internal/counters; here, that the
 // collector passes them on, and turns the reader's panic into an error.
 func TestNetDevFailures(t *testing.T) {
 	tests := []struct {

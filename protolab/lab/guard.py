@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING, Any
 import psutil
 
 from .. import naming
-from ..hoststats import cgroup_cpu_seconds, softnet
+from ..counters import cgroup_cpu_seconds, softnet
 from ..shell import run
 from .helperproc import WATCH
 

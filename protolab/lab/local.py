@@ -31,9 +31,9 @@ from typing import Any
 import docker
 import docker.errors
 
-from .. import dockerhost, mnlog, naming, ownership, topo
+from .. import engine, mnlog, naming, ownership, topo
+from ..counters import parse_proc_net_dev
 from ..errors import ExecTimeoutError, LabError, ProtolabError
-from ..hoststats import parse_proc_net_dev
 from ..model.impairment import Impairment, LinkImpairment
 from ..ownership import Ledger
 from ..shell import CommandError, in_netns, run
@@ -333,7 +333,7 @@ class Lab:
         self._refuse_foreign()
         self.actions += firewall.ensure_bridged_forwarding(self.ledger)
         self.actions += firewall.untrack_bridged(f"{self.run_id}_{self.ledger.scope}", self.ledger)
-        dockerhost.ensure_mgmt_network(self.client, ledger=self.ledger)
+        engine.ensure_mgmt_network(self.client, ledger=self.ledger)
         self._start_containers()
         t1 = time.monotonic()
         self._build_network()
@@ -380,7 +380,7 @@ class Lab:
     def _remove_containers(self) -> None:
         """The lab's containers, in parallel and without corrupting the engine: first each one disconnected from
         the management network, one after the other (Docker's endpoint bookkeeping races when containers on one
-        network are removed in parallel and can then count endpoints nobody has; see dockerhost.remove_network),
+        network are removed in parallel and can then count endpoints nobody has; see engine.remove_network),
         then all removed in parallel. The ledger sweep that follows closes their entries (it finds them gone) and
         removes any that a failure here left."""
         nodes = [n for n in self.nodes.values() if n.container is not None]
@@ -428,7 +428,7 @@ class Lab:
             except docker.errors.NotFound:
                 pass
         for sw in self.topology.switches:
-            taken += [f"link {n}" for n in dockerhost.links_with_prefix(naming.bridge_name(sw.name))]
+            taken += [f"link {n}" for n in engine.links_with_prefix(naming.bridge_name(sw.name))]
         if taken:
             raise ProtolabError(
                 f"cannot deploy: {', '.join(taken)} exist(s) and no dead run's ledger lists them (another tool's, "

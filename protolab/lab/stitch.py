@@ -1,4 +1,4 @@
-"""The host side of a link stitched between two testbed hosts (protolab.placement, issue 18).
+"""The host side of a link stitched between two testbed hosts (protolab.testbed.placement, issue 18).
 
 On each of the two hosts the link's node is linked to a bridge of its own (placement.stitch_bridge) that also holds
 a VXLAN device: VNI one per link, the other host's underlay address as its only remote (no learning, no

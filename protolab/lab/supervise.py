@@ -18,7 +18,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from .. import labctl, naming, placement
+from .. import labctl, naming
 from ..errors import LabError, ProtolabError
 from ..jsonio import write_json
 from ..multilab import (
@@ -31,6 +31,7 @@ from ..multilab import (
     supervisor_state,
     whole_topology,  # fmt: skip
 )
+from ..testbed import placement
 from ..topo import Topology
 from .testbed import check_stitches
 
@@ -50,8 +51,9 @@ def supervise(request: dict[str, Any]) -> int:
     """The supervisor process (`python -m protolab.lab.supervise REQUEST_JSON`); prints READY once the lab is up."""
     import signal
 
-    from .. import emuhost, ownership
+    from .. import ownership
     from ..jsonio import new_run_id
+    from ..testbed import emulation
 
     stop = {"now": False}
 
@@ -76,10 +78,10 @@ def supervise(request: dict[str, Any]) -> int:
         inventory_path = Path(request["inventory"]) if request.get("inventory") else None
         emulated = request.get("emulate") or []
         if emulated:
-            hosts = emuhost.start(emulated, ledger, ssh=bool(request.get("ssh")))
+            hosts = emulation.start(emulated, ledger, ssh=bool(request.get("ssh")))
             for ref in sorted(set(p.images.values())):
-                emuhost.load_image(hosts, ref)
-            inventory_path = emuhost.write_inventory(hosts, state_root() / "emulated-inventory.yml",
+                emulation.load_image(hosts, ref)
+            inventory_path = emulation.write_inventory(hosts, state_root() / "emulated-inventory.yml",
                                                      cpus=float(request.get("cpus") or 1.0))  # fmt: skip
         inv = placement.load_inventory(inventory_path or placement.DEFAULT_INVENTORY)
         t0 = time.monotonic()
@@ -207,9 +209,9 @@ def supervised_exec(st: dict[str, Any], node: str, cmd: list[str], tty: bool = F
     if host is None:
         raise LabError(f"{node}: not a node of the deployed lab {st['name']} (its nodes: "
                        f"{', '.join(st['placement']['nodes'])})")  # fmt: skip
-    from .. import hostlink
+    from ..testbed import reach
 
-    engine = hostlink.engine(_part_of(host, st["parts"][host]).host)  # a remote host's through its session
+    engine = reach.engine(_part_of(host, st["parts"][host]).host)  # a remote host's through its session
     return subprocess.call(["docker", "-H", engine, "exec", *(["-it"] if tty else []), naming.container_name(node),
                             *cmd])  # fmt: skip
 

@@ -32,16 +32,17 @@ import time
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from .. import hostmon, multilab, placement
+from .. import multilab
 from ..errors import LabError, ProtolabError
 from ..model.impairment import Impairment
+from ..testbed import federation, placement
 from ..topo import Topology, v6_address
 from .impair import Endpoint
 
 if TYPE_CHECKING:
     from .. import ownership
-    from ..hostrun import Hosts
     from ..model.impairment import LinkImpairment
+    from ..testbed.hosts import Hosts
     from .api import Direction, Setting
 
 
@@ -420,7 +421,7 @@ class TestbedLab:
     def cgroup_pids(self) -> list[int]:
         """One process of each container that serves the lab beside its nodes, on this machine's kernel: the
         hosts' Prometheus."""
-        from .. import hostlink
+        from ..testbed import reach
 
         if self.parts is None or self.hosts is None:
             return []
@@ -429,7 +430,7 @@ class TestbedLab:
             if not part.local or name not in self.hosts.proms:
                 continue
             try:
-                c = multilab.docker_client(hostlink.engine(part.host)).containers.get(self.hosts.proms[name].container)
+                c = multilab.docker_client(reach.engine(part.host)).containers.get(self.hosts.proms[name].container)
                 out.append(int(c.attrs["State"]["Pid"]))
             except Exception:  # noqa: BLE001 (a missing one is not the lab's CPU: nothing to count)
                 continue
@@ -458,7 +459,7 @@ class TestbedLab:
         """Each host's nodes go to that host's Prometheus; the run's own file gets none of them (it federates)."""
         hosts = self._hosts()
         for host, st in self.states.items():
-            hosts.proms[host].write_targets(hostmon.node_groups(st.get("nodes", []), self.run_id, extra_ports))
+            hosts.proms[host].write_targets(federation.node_groups(st.get("nodes", []), self.run_id, extra_ports))
         return []
 
     def clear_targets(self) -> None:

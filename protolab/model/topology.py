@@ -127,7 +127,7 @@ class NodeDef(Strict):
     host: SafeName | None = Field(
         None,
         description="the testbed host (inventory name) it runs on; a hub or switch takes its members along; "
-        "null: placed by the run (protolab.placement)",
+        "null: placed by the run (protolab.testbed.placement)",
     )
 
     @model_validator(mode="after")

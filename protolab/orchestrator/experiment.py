@@ -22,7 +22,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from .. import calibration, dockerhost, environment, hostmon, hostrun, monitor, multilab, naming, ownership
+from .. import calibration, engine, environment, kernelstate, monitor, multilab, naming, ownership
 from ..errors import EXIT_INTERRUPTED, EXIT_INVALID, EXIT_OK, ImageError, LabError, ProtolabError
 from ..exporter import FaultExporter
 from ..killpoint import killpoint
@@ -33,6 +33,8 @@ from ..live import LiveView, http_query, progress_line
 from ..results.display import axis_str
 from ..results.store import MANIFEST
 from ..spec import NodeSpec, Plan, Point, node_limits, node_settings
+from ..testbed import federation
+from ..testbed.hosts import Hosts, open_hosts
 from . import collect, session, summary
 from .phase import PhaseOutcome, run_phase
 from .session import Interrupted, Progress, Signals
@@ -82,11 +84,11 @@ class ExperimentRun:
                  emulate_hosts: list[str] | None = None, inventory: Path | None = None,
                  host_cpus: float = 1.0, over_ssh: bool = False) -> None:  # fmt: skip
         self.plan, self.keep, self.resume = plan, keep, resume
-        # over several testbed hosts (protolab.hostrun): emulated here, or those of an inventory; None: this machine
+        # over several testbed hosts (testbed.hosts): emulated here, or those of an inventory; None: this machine
         self.over_hosts = (emulate_hosts, inventory) if emulate_hosts or inventory else None
         self.host_cpus = host_cpus  # with emulate_hosts: what each gives to nodes (placement's balance)
         self.over_ssh = over_ssh  # with emulate_hosts: each reached over SSH as a remote host is
-        self.hosts: hostrun.Hosts | None = None
+        self.hosts: Hosts | None = None
         self.report_changed: list[str] = []  # --resume: REPORT_KEYS whose spec changed since the run began
         self.live = live  # --live: a LiveView on stderr while Prometheus is up
         self.view: LiveView | None = None
@@ -220,7 +222,7 @@ class ExperimentRun:
         the manifest."""
         from ..results.store import FAULTS_LOG, ROWS, JsonLog, RunDir
 
-        self.client = dockerhost.client()
+        self.client = engine.client()
         images = {n: _image_id(self.client, n)
                   for n in {s.image for p in self.plan.points for s in p.experiment.nodes.values()}}  # fmt: skip
         self.image_refs = set(images) | {NodeSpec().image}
@@ -342,7 +344,7 @@ class ExperimentRun:
         if self.over_hosts is None:
             return
         emulate, inventory = self.over_hosts
-        self.hosts = hostrun.open_hosts(emulate, inventory, self.image_refs, self.rundir.run_id, self.ledger,
+        self.hosts = open_hosts(emulate, inventory, self.image_refs, self.rundir.run_id, self.ledger,
                                         monitor.state_dir(), self.rundir.path / "testbed-inventory.yml",
                                         cpus=self.host_cpus, ssh=self.over_ssh,
                                         log=lambda line: print(line, flush=True))  # fmt: skip
@@ -394,7 +396,7 @@ class ExperimentRun:
         monitor.write_targets(lab.targets(extra) + ([self.exporter_target] if self.exporter_target else []))
         nodes = {h.name for h in lab.topology.hosts}
         if self.hosts is not None:
-            hostmon.wait_federated(prom, nodes)
+            federation.wait_federated(prom, nodes)
         else:
             prom.wait_targets(nodes)
 
@@ -575,7 +577,7 @@ class ExperimentRun:
         if self.hosts is not None:
             m["testbed"]["cross_host_tasks"] = self.cross_host
         m["preflight_actions"] = self.actions
-        m["host_state"]["after"] = session.best_effort(ownership.hoststate.snapshot, {})
+        m["host_state"]["after"] = session.best_effort(kernelstate.snapshot, {})
         m["signals"] = signals.received
         m["repetitions"] = self.repetitions
         m["closing_failures"] = self.closing_failures  # steps of _close before this one that failed

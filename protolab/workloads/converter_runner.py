@@ -26,7 +26,7 @@ from pathlib import Path
 from typing import Any
 
 from .. import naming
-from ..hoststats import cgroup_cpu_seconds, parse_proc_net_dev
+from ..counters import cgroup_cpu_seconds, parse_proc_net_dev
 from ..shell import run as sh
 from ..topo import Topology
 from ..units import format_rate

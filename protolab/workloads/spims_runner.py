@@ -15,7 +15,7 @@ import threading
 import time
 from typing import Any
 
-from ..hoststats import cgroup_cpu_seconds
+from ..counters import cgroup_cpu_seconds
 from ..spims import Dist, Job
 from ..stats import describe
 from .base import LabAPI, WorkloadError, WorkloadRunner

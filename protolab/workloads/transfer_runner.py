@@ -20,7 +20,7 @@ import re
 import threading
 from typing import Any
 
-from ..hoststats import parse_snmp
+from ..counters import parse_snmp
 from .base import LabAPI, WorkloadError, WorkloadRunner, wait_in_node
 from .spims_agent import Responder, TransportUnavailableError, initiate, interrupt, target
 from .transfer import COLUMNS, EXPEDITED_BYTES, FRAME_OVERHEAD, TransferTask

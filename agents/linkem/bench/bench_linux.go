@@ -24,7 +24,7 @@ import (
 	"golang.org/x/net/ipv4"
 	"golang.org/x/sys/unix"
 
-	"protolab/agents/internal/hoststats"
+	"protolab/agents/internal/counters"
 	"protolab/agents/internal/linkembench"
 	"protolab/agents/internal/netnstestbed"
 	"protolab/agents/linkem"
@@ -381,7 +381,7 @@ func throughputRun(ctx context.Context, tx *benchSender, count func() float64, s
 func vethRxPackets(tb *netnstestbed.Testbed) float64 {
 	var v float64
 	_ = linkem.InNetNS(tb.NSPath(tb.NSB), func() error {
-		devs, err := hoststats.ReadNetDev("/proc/thread-self")
+		devs, err := counters.ReadNetDev("/proc/thread-self")
 		if err != nil {
 			return err
 		}

@@ -1,9 +1,10 @@
 """Two testbed hosts emulated on one machine (issue 18, item 5): network namespaces with a Docker engine each
-(protolab.emuhost), joined by an underlay bridge. Placement puts the triangle's hub LAN on one and r2 on the other;
+(protolab.testbed.emulation), joined by an underlay bridge. Placement puts the triangle's hub LAN on one and r2 on
+the other;
 r1 and r2 run as containers on their own host's engine, and the stitched r1-r2 link (protolab.lab.stitch) carries a
 TCP flow between them. Then the run's ledger removes engines, containers, namespaces and links, and nothing is
 left. The containers' image is this machine's iperf3 and sleep with their libraries (a few MB, imported in a
-second) rather than the 370 MB node image, which emuhost.load_image would copy in half a minute per engine."""
+second) rather than the 370 MB node image, which emulation.load_image would copy in half a minute per engine."""
 
 from __future__ import annotations
 
@@ -17,9 +18,10 @@ from pathlib import Path
 
 import pytest
 
-from protolab import emuhost, ownership, placement, topofile
+from protolab import ownership, topofile
 from protolab.lab import stitch
 from protolab.shell import run
+from protolab.testbed import emulation, placement
 
 pytestmark = pytest.mark.integration
 
@@ -27,7 +29,7 @@ pytestmark = pytest.mark.integration
 TINY = "plabemu/iperf3:test"
 
 
-def _tiny_image(h: emuhost.EmulatedHost, root: Path) -> None:
+def _tiny_image(h: emulation.EmulatedHost, root: Path) -> None:
     """iperf3 and sleep from this machine, with the shared libraries they load, as an image on h's engine."""
     if not root.exists():
         for b in ("/usr/bin/iperf3", "/bin/sleep"):
@@ -42,15 +44,15 @@ def _tiny_image(h: emuhost.EmulatedHost, root: Path) -> None:
     assert tar.wait() == 0
 
 
-def _pid(h: emuhost.EmulatedHost, name: str) -> int:
+def _pid(h: emulation.EmulatedHost, name: str) -> int:
     return int(h.docker("inspect", "-f", "{{.State.Pid}}", name).strip())
 
 
 def test_a_stitched_link_between_containers_of_two_engines(tmp_path: Path, no_leftovers):
     ledger = ownership.Ledger(f"itest-emu-{os.getpid()}")
     try:
-        hosts = emuhost.start(["host_a", "host_b"], ledger)
-        inv = placement.load_inventory(emuhost.write_inventory(hosts, tmp_path / "inv.yml", cpus=4))
+        hosts = emulation.start(["host_a", "host_b"], ledger)
+        inv = placement.load_inventory(emulation.write_inventory(hosts, tmp_path / "inv.yml", cpus=4))
         t = topofile.load(topofile.find("triangle"))
         p = placement.place(t, inv)
         parts = placement.split(t, p, inv)
@@ -93,27 +95,28 @@ def test_a_stitched_link_between_containers_of_two_engines(tmp_path: Path, no_le
         failures = ledger.sweep()
         assert failures == [], failures
     assert ledger.left() == []
-    assert not [n for n in run(["ip", "netns", "list"]).split() if n.startswith(emuhost.PREFIX)]
+    assert not [n for n in run(["ip", "netns", "list"]).split() if n.startswith(emulation.PREFIX)]
 
 
 def test_an_emulated_host_reached_over_ssh_as_a_remote_one_is(tmp_path: Path, no_leftovers):
     """With an sshd on its underlay address, an emulated host stands for a remote one: the inventory names it by
-    address, login, key and host key (no namespace), and protolab.hostlink reaches it over one kept-open SSH
+    address, login, key and host key (no namespace), and protolab.testbed.reach reaches it over one kept-open SSH
     session, through this machine's control link into the underlay. Its commands run in its own namespace, its
     sessions' docker talks to its own engine, and the clock probe works through the session."""
-    from protolab import hostlink, multilab
+    from protolab import multilab
+    from protolab.testbed import reach
 
     ledger = ownership.Ledger(f"itest-emussh-{os.getpid()}")
     try:
-        hosts = emuhost.start(["ssh_a", "ssh_b"], ledger, ssh=True)
-        inv = placement.load_inventory(emuhost.write_inventory(hosts, tmp_path / "inv.yml"))
+        hosts = emulation.start(["ssh_a", "ssh_b"], ledger, ssh=True)
+        inv = placement.load_inventory(emulation.write_inventory(hosts, tmp_path / "inv.yml"))
         for h, eh in zip(inv.hosts, hosts, strict=True):
             assert h.netns is None and h.address == eh.underlay and h.known_hosts, h
-            out = subprocess.run(hostlink.command(h, ["stat", "-L", "-c", "%i", "/proc/self/ns/net"]),
+            out = subprocess.run(reach.command(h, ["stat", "-L", "-c", "%i", "/proc/self/ns/net"]),
                                  capture_output=True, text=True, timeout=60)  # fmt: skip
             assert out.returncode == 0 and int(out.stdout) == os.stat(f"/run/netns/{eh.ns}").st_ino, out.stderr
-            assert hostlink.control_path(h).exists(), "the session stays open for the next command"
-            out = subprocess.run(hostlink.command(h, ["docker", "info", "--format", "{{.DockerRootDir}}"]),
+            assert reach.control_path(h).exists(), "the session stays open for the next command"
+            out = subprocess.run(reach.command(h, ["docker", "info", "--format", "{{.DockerRootDir}}"]),
                                  capture_output=True, text=True, timeout=60)  # fmt: skip
             assert out.stdout.strip() == str(eh.data_root), out.stdout + out.stderr
         lab = multilab.MultiLab(placement.Placement(inv.source, {}, []))
@@ -123,8 +126,8 @@ def test_an_emulated_host_reached_over_ssh_as_a_remote_one_is(tmp_path: Path, no
         for c in lab.clocks.values():  # one kernel's clock: the estimate within its own bound
             assert abs(c["offset_seconds"]) <= c["uncertainty_seconds"] < 0.5, c
         for h in inv.hosts:
-            hostlink.close(h)
-            assert not hostlink.control_path(h).exists()
+            reach.close(h)
+            assert not reach.control_path(h).exists()
     finally:
         failures = ledger.sweep()
     assert failures == [] and ledger.left() == []

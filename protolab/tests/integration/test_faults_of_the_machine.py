@@ -21,7 +21,7 @@ from pathlib import Path
 
 import pytest
 
-from protolab import cleanup, hoststate
+from protolab import cleanup, kernelstate
 from protolab.errors import EXIT_BUSY, EXIT_INTERRUPTED, EXIT_INVALID
 
 from .conftest import root_links
@@ -95,10 +95,10 @@ def _firewall() -> list[str]:
 @pytest.fixture
 def machine():
     """The host's firewall and sysctls before, and after the test (and a `protolab clean`) the same."""
-    before = {"firewall": _firewall(), "host": hoststate.snapshot()}
+    before = {"firewall": _firewall(), "host": kernelstate.snapshot()}
     yield before
-    after = {"firewall": _firewall(), "host": hoststate.snapshot()}
-    assert hoststate.differences(before["host"], after["host"]) == []
+    after = {"firewall": _firewall(), "host": kernelstate.snapshot()}
+    assert kernelstate.differences(before["host"], after["host"]) == []
     assert after["firewall"] == before["firewall"], {
         "added": sorted(set(after["firewall"]) - set(before["firewall"])),
         "removed": sorted(set(before["firewall"]) - set(after["firewall"])),

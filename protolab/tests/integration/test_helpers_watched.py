@@ -17,7 +17,7 @@ from pathlib import Path
 import psutil
 import pytest
 
-from protolab import cleanup, dockerhost
+from protolab import cleanup, engine
 from protolab.errors import EXIT_INVALID
 
 pytestmark = pytest.mark.integration
@@ -56,7 +56,7 @@ def _child(run: subprocess.Popen, exe: str) -> psutil.Process:
 
 def _agent(node: str) -> psutil.Process:
     """The node's metrics agent: the one child of its container's docker-init."""
-    init = dockerhost.client().containers.get(f"plab-{node}").attrs["State"]["Pid"]
+    init = engine.client().containers.get(f"plab-{node}").attrs["State"]["Pid"]
     (agent,) = psutil.Process(init).children()
     assert agent.name() == "protolab-agent", agent
     return agent

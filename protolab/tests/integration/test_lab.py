@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from protolab import cleanup, hoststats, naming, ownership, topo
+from protolab import cleanup, counters, naming, ownership, topo
 from protolab.errors import ProtolabError
 from protolab.lab import Lab, firewall
 from protolab.shell import run
@@ -74,7 +74,7 @@ def test_hub_floods_every_frame_and_shares_one_capacity(no_leftovers):
 
 
 def _ip_counters(text: str) -> dict[str, int]:
-    return hoststats.parse_snmp(text)["Ip"]
+    return counters.parse_snmp(text)["Ip"]
 
 
 def _our_nft_tables() -> list[str]:

@@ -14,7 +14,8 @@ from pathlib import Path
 
 import pytest
 
-from protolab import emuhost, hostmon, multilab
+from protolab import multilab
+from protolab.testbed import emulation, federation
 
 pytestmark = pytest.mark.integration
 
@@ -28,7 +29,7 @@ def _sh(*argv: str) -> str:
 
 def _engine_containers(host: str) -> list[str]:
     """Every container (any state, any label) of an emulated host's engine; [] when the engine is gone."""
-    sock = emuhost.STATE / host / "docker.sock"
+    sock = emulation.STATE / host / "docker.sock"
     if not sock.exists():
         return []
     return _sh("docker", "-H", f"unix://{sock}", "ps", "-a", "--format", "{{.Names}} {{.State}}").split("\n")[:-1]
@@ -51,7 +52,7 @@ def inventory() -> list[str]:
             found.append(f"process {pid}: {args[:160]}")
     mounts = Path("/proc/mounts").read_text().splitlines()
     found += [f"mount {m.split()[1]}" for m in mounts if "protolab-emu" in m or "plab-emu" in m]
-    roots = (multilab.STATE_ROOT, multilab.REMOTE_STATE_ROOT, hostmon.REMOTE_ROOT, emuhost.STATE)
+    roots = (multilab.STATE_ROOT, multilab.REMOTE_STATE_ROOT, federation.REMOTE_ROOT, emulation.STATE)
     found += [f"folder {d}" for d in roots if d.exists()]
     return found
 

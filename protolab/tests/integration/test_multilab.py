@@ -14,9 +14,10 @@ from pathlib import Path
 import psutil
 import pytest
 
-from protolab import cleanup, dashboards, emuhost, images, labctl, monitor, multilab, ownership, placement, topofile
+from protolab import cleanup, dashboards, images, labctl, monitor, multilab, ownership, topofile
 from protolab.lab.testbed import TestbedLab
 from protolab.model.impairment import Impairment
+from protolab.testbed import emulation, placement
 
 pytestmark = pytest.mark.integration
 
@@ -25,9 +26,9 @@ def test_the_triangle_over_two_emulated_hosts(tmp_path: Path, no_leftovers):
     ledger = ownership.Ledger(f"itest-multilab-{os.getpid()}")
     lab = None
     try:
-        hosts = emuhost.start(["host_a", "host_b"], ledger)
-        emuhost.load_image(hosts, images.NAMES["node"])
-        inv = placement.load_inventory(emuhost.write_inventory(hosts, tmp_path / "inv.yml", cpus=4))
+        hosts = emulation.start(["host_a", "host_b"], ledger)
+        emulation.load_image(hosts, images.NAMES["node"])
+        inv = placement.load_inventory(emulation.write_inventory(hosts, tmp_path / "inv.yml", cpus=4))
         t = topofile.load(topofile.find("triangle"))
         lab = multilab.deploy(t, inv)
         where = lab.placement.node_host

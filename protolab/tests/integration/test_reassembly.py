@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from protolab import hoststats
+from protolab import counters
 from protolab.lab import reassembly
 
 LONE_FRAGMENTS = """
@@ -65,7 +65,7 @@ def in_ns(pid: int, code: str, *args: str) -> str:
 
 
 def reasm(pid: int) -> dict[str, int]:
-    ip = hoststats.parse_snmp(Path(f"/proc/{pid}/net/snmp").read_text())["Ip"]
+    ip = counters.parse_snmp(Path(f"/proc/{pid}/net/snmp").read_text())["Ip"]
     return {k: v for k, v in ip.items() if k.startswith("Reasm")}
 
 

@@ -21,7 +21,7 @@ import time
 
 import pytest
 
-from protolab import hoststats
+from protolab import counters
 from protolab.lab import Lab, rxcpu
 from protolab.spec import TopologySpec
 
@@ -50,7 +50,7 @@ def _lab(mode: str) -> Lab:
 
 
 def _cpu(lab: Lab, node: str) -> float:
-    v = hoststats.cgroup_cpu_seconds(lab.nodes[node].pid)
+    v = counters.cgroup_cpu_seconds(lab.nodes[node].pid)
     assert v is not None, f"{node}: no cgroup CPU figure"
     return v
 

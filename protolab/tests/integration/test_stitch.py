@@ -16,9 +16,10 @@ from pathlib import Path
 import pytest
 import yaml
 
-from protolab import placement, topofile
+from protolab import topofile
 from protolab.lab import stitch
 from protolab.shell import run
+from protolab.testbed import placement
 
 pytestmark = pytest.mark.integration
 NS = {"a": "plabt-host-a", "b": "plabt-host-b", "r1": "plabt-r1", "r2": "plabt-r2"}

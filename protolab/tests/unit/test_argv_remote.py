@@ -11,8 +11,9 @@ from types import SimpleNamespace
 
 import pytest
 
-from protolab import hostlink, hostmon, multilab, placement
+from protolab import multilab
 from protolab.lab import rxcpu
+from protolab.testbed import federation, placement, reach
 from protolab.workloads import dis_runner, spims_agent, transfer_runner
 
 HOSTILE = ["$(touch {canary})", "`touch {canary}`", "x; touch {canary}", "a b", "-rf", "x' ; touch {canary} '"]
@@ -26,7 +27,7 @@ def _sh(script: str, *args: str, stdin: str = "") -> subprocess.CompletedProcess
 def test_the_targets_write_puts_stdin_in_the_named_file_and_runs_nothing(tmp_path, name):
     canary = tmp_path / "canary"
     target = tmp_path / name.format(canary=canary).replace("/", "_")
-    p = _sh(hostmon.WRITE_SCRIPT, str(target), stdin='[{"targets": []}]')
+    p = _sh(federation.WRITE_SCRIPT, str(target), stdin='[{"targets": []}]')
     assert p.returncode == 0, p.stderr
     assert json.loads(target.read_text()) == [{"targets": []}] and not canary.exists()
 
@@ -35,9 +36,9 @@ def test_the_targets_write_over_ssh_is_one_quoted_word_that_splits_back(monkeypa
     far = placement.TestbedHost(name="far", address="192.0.2.11", underlay="192.0.2.11")
     calls = []
     monkeypatch.setattr(subprocess, "run", lambda argv, **kw: calls.append(argv) or SimpleNamespace(returncode=0))
-    hostmon.HostPrometheus(far, "plab-prometheus-far", hostmon.REMOTE_ROOT / "far").write_targets([])
+    federation.HostPrometheus(far, "plab-prometheus-far", federation.REMOTE_ROOT / "far").write_targets([])
     ((argv,),) = [calls]
-    assert argv[-2] == "--" and shlex.split(argv[-1])[:3] == ["sh", "-c", hostmon.WRITE_SCRIPT]
+    assert argv[-2] == "--" and shlex.split(argv[-1])[:3] == ["sh", "-c", federation.WRITE_SCRIPT]
 
 
 @pytest.mark.parametrize("name", HOSTILE)
@@ -146,11 +147,11 @@ def test_a_second_instance_scopes_its_keepers_state_and_tells_a_remote_keeper_it
     monkeypatch.delenv("PROTOLAB_INSTANCE", raising=False)
     part = multilab.Part(far, multilab.Topology("t"), tmp_path)
     assert "PROTOLAB_INSTANCE=" in shlex.split(multilab._keeper_cmd(part, req)[-1])  # the default: "" said
-    assert multilab.state_root() == multilab.STATE_ROOT and hostmon.remote_root() == hostmon.REMOTE_ROOT
+    assert multilab.state_root() == multilab.STATE_ROOT and federation.remote_root() == federation.REMOTE_ROOT
     monkeypatch.setenv("PROTOLAB_INSTANCE", "3fa9c2")
     assert str(multilab.state_root()) == "/run/protolab-hosts-3fa9c2"
     assert str(part.remote_dir) == "/run/protolab-keepers-3fa9c2/far"
-    assert str(hostmon.remote_root()) == "/run/protolab-hostmon-3fa9c2"
+    assert str(federation.remote_root()) == "/run/protolab-hostmon-3fa9c2"
     words = shlex.split(multilab._keeper_cmd(part, req)[-1])
     assert "PROTOLAB_INSTANCE=3fa9c2" in words and "PROTOLAB_STATE_DIR=/run/protolab-keepers-3fa9c2/far" in words
     calls = []
@@ -162,12 +163,12 @@ def test_a_second_instance_scopes_its_keepers_state_and_tells_a_remote_keeper_it
 
 
 def test_ssh_control_commands_end_options_before_the_destination(monkeypatch, tmp_path):
-    monkeypatch.setattr(hostlink, "CONTROL_DIR", tmp_path)
+    monkeypatch.setattr(reach, "CONTROL_DIR", tmp_path)
     far = placement.TestbedHost(name="far", address="192.0.2.11", underlay="192.0.2.11")
-    hostlink.control_path(far).touch()
+    reach.control_path(far).touch()
     calls = []
     monkeypatch.setattr(subprocess, "run", lambda argv, **kw: calls.append(argv) or SimpleNamespace(returncode=0))
-    hostlink.close(far)
+    reach.close(far)
     assert calls[0][-4:] == ["-O", "exit", "--", "root@192.0.2.11"]
 
 
@@ -193,23 +194,25 @@ def test_clean_removes_a_remote_prometheus_over_a_live_session_and_reports_one_i
     far = placement.TestbedHost(name="far", address="192.0.2.11", underlay="192.0.2.11")
     monkeypatch.setattr(ownership, "ledgers", lambda: [_Ledger(far)])
     removed, rm = [], []
-    container = SimpleNamespace(labels={hostmon.naming.RUN_LABEL: "run-x"}, remove=lambda force: removed.append(force))
+    container = SimpleNamespace(
+        labels={federation.naming.RUN_LABEL: "run-x"}, remove=lambda force: removed.append(force)
+    )
     asked = []
-    monkeypatch.setattr(hostlink, "engine", lambda h, fresh=False: asked.append(fresh) or "unix:///fwd.sock")
+    monkeypatch.setattr(reach, "engine", lambda h, fresh=False: asked.append(fresh) or "unix:///fwd.sock")
     engine = SimpleNamespace(containers=SimpleNamespace(get=lambda n: container))
     monkeypatch.setattr(docker, "DockerClient", lambda base_url: engine)
     monkeypatch.setattr(subprocess, "run", lambda argv, **kw: rm.append(argv) or SimpleNamespace(returncode=0))
     failures: list[str] = []
-    assert hostmon.sweep_remote(failures) == ["removed testbed host far: container plab-prometheus-far (run run-x)"]
+    assert federation.sweep_remote(failures) == ["removed testbed host far: container plab-prometheus-far (run run-x)"]
     assert removed == [True] and asked == [True] and failures == []
-    assert shlex.split(rm[0][-1]) == ["rm", "-rf", "--", str(hostmon.REMOTE_ROOT / "far")]
+    assert shlex.split(rm[0][-1]) == ["rm", "-rf", "--", str(federation.REMOTE_ROOT / "far")]
 
     def unreachable(h, fresh=False):
         raise subprocess.CalledProcessError(255, ["ssh"], stderr="Connection refused")
 
-    monkeypatch.setattr(hostlink, "engine", unreachable)
+    monkeypatch.setattr(reach, "engine", unreachable)
     failures = []
-    assert hostmon.sweep_remote(failures) == []
+    assert federation.sweep_remote(failures) == []
     assert len(failures) == 1 and "plab-prometheus-far (run run-x): not reached, left on the host" in failures[0]
 
 
@@ -217,7 +220,7 @@ def test_clean_says_a_part_whose_host_record_does_not_read_may_have_left_a_keepe
     from protolab import ownership
 
     monkeypatch.setattr(multilab, "STATE_ROOT", tmp_path / "hosts")
-    monkeypatch.setattr(hostlink, "CONTROL_DIR", tmp_path / "hosts" / "ssh")
+    monkeypatch.setattr(reach, "CONTROL_DIR", tmp_path / "hosts" / "ssh")
     monkeypatch.setattr(ownership, "ledgers", lambda: [])
     d = multilab.STATE_ROOT / "far"
     d.mkdir(parents=True)

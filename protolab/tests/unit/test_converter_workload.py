@@ -9,7 +9,7 @@ import pytest
 from pydantic import TypeAdapter, ValidationError
 
 from protolab import naming, topo
-from protolab.hoststats import parse_proc_net_dev
+from protolab.counters import parse_proc_net_dev
 from protolab.spec import Task
 from protolab.workloads.converter import COLUMNS
 from protolab.workloads.converter_runner import (

@@ -10,7 +10,7 @@ import stat
 import pytest
 import yaml
 
-from protolab import dockerhost, lab, monitor
+from protolab import engine, lab, monitor
 
 COMPOSE = yaml.safe_load(monitor.COMPOSE_FILE.read_text())
 DOCKERFILE = (monitor.REPO / "images" / "monitor" / "Dockerfile").read_text()
@@ -140,7 +140,7 @@ def fake_stack(secrets_dir, tmp_path, monkeypatch):
     """compose records the password it was given; Docker, the network and Prometheus do nothing."""
     seen = []
     monkeypatch.setenv("PROTOLAB_STATE_DIR", str(tmp_path / "state"))
-    monkeypatch.setattr(dockerhost, "ensure_mgmt_network", lambda client, **kw: None)
+    monkeypatch.setattr(engine, "ensure_mgmt_network", lambda client, **kw: None)
     monkeypatch.setattr(monitor, "refuse_taken_ports", lambda client, grafana: None)  # this machine's ports aside
     monkeypatch.setattr(monitor.Prometheus, "wait_ready", lambda self, timeout=60: None)
     monkeypatch.setattr(monitor, "grafana_image", lambda: "grafana/grafana-oss:test")

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from protolab import hoststats
+from protolab import counters
 from protolab.lab import guard
 
 
@@ -15,7 +15,7 @@ def _snap(idle: float, busy: float, softirq: float = 0.0, dropped: int = 0, qdis
 def test_softnet_stat_is_summed_over_cpus(tmp_path):
     f = tmp_path / "softnet_stat"
     f.write_text("0000a000 00000002 00000003 0 0 0 0 0 0 0 0\n00000001 00000010 00000001 0 0 0 0 0 0 0 0\n")
-    assert hoststats.softnet(f) == (0x12, 0x4)
+    assert counters.softnet(f) == (0x12, 0x4)
 
 
 def test_quiet_interval_is_valid():
@@ -40,7 +40,7 @@ def test_load_outside_the_lab_is_a_reason():
 def test_cgroup_cpu_of_this_process_is_readable():
     import os
 
-    assert (hoststats.cgroup_cpu_seconds(os.getpid()) or 0) > 0
+    assert (counters.cgroup_cpu_seconds(os.getpid()) or 0) > 0
 
 
 def test_a_process_that_went_away_is_not_negative_lab_cpu():

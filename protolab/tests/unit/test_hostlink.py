@@ -7,8 +7,8 @@ import shlex
 
 import pytest
 
-from protolab import hostlink, placement
 from protolab.errors import LabError
+from protolab.testbed import placement, reach
 
 
 def _inventory(tmp_path, hosts):
@@ -21,7 +21,7 @@ def _inventory(tmp_path, hosts):
 
 def test_an_emulated_host_runs_commands_in_its_namespace(tmp_path):
     inv = _inventory(tmp_path, {"a": {"protolab_netns": "plab-emu-a", "protolab_underlay": "10.255.98.2"}})
-    assert hostlink.command(inv.get("a"), ["ip", "-br", "addr"]) == ["nsenter", "--net=/run/netns/plab-emu-a",
+    assert reach.command(inv.get("a"), ["ip", "-br", "addr"]) == ["nsenter", "--net=/run/netns/plab-emu-a",
                                                                      "ip", "-br", "addr"]  # fmt: skip
 
 
@@ -31,8 +31,8 @@ def test_a_remote_host_is_one_kept_open_ssh_session_with_the_inventorys_login(tm
     inv = _inventory(tmp_path, {"far": far})
     far = inv.get("far")
     assert (far.user, far.ssh_port, far.ssh_key, far.known_hosts) == ("lab", 2222, "/k/id", "/k/known")
-    argv = hostlink.command(far, ["sh", "-c", "echo 'a b'; date +%s%N"])
-    assert argv[0] == "ssh" and "BatchMode=yes" in argv and f"ControlPath={hostlink.control_path(far)}" in argv
+    argv = reach.command(far, ["sh", "-c", "echo 'a b'; date +%s%N"])
+    assert argv[0] == "ssh" and "BatchMode=yes" in argv and f"ControlPath={reach.control_path(far)}" in argv
     assert "ControlMaster=auto" in argv and argv[argv.index("-p") + 1] == "2222"
     assert argv[argv.index("-i") + 1] == "/k/id" and "UserKnownHostsFile=/k/known" in argv
     assert "StrictHostKeyChecking=yes" in argv
@@ -44,21 +44,21 @@ def test_a_remote_host_is_one_kept_open_ssh_session_with_the_inventorys_login(tm
 def test_a_host_with_no_address_and_no_namespace_is_refused_by_name(tmp_path):
     inv = _inventory(tmp_path, {"lost": {"protolab_underlay": "10.0.0.9"}})
     with pytest.raises(LabError, match="lost: no ansible_host to reach it at over SSH"):
-        hostlink.command(inv.get("lost"), ["true"])
+        reach.command(inv.get("lost"), ["true"])
 
 
 def test_clean_ends_every_kept_open_session_and_removes_their_folder(tmp_path, monkeypatch):
     import subprocess
 
     calls = []
-    monkeypatch.setattr(hostlink, "CONTROL_DIR", tmp_path / "hosts" / "ssh")
+    monkeypatch.setattr(reach, "CONTROL_DIR", tmp_path / "hosts" / "ssh")
     monkeypatch.setattr(subprocess, "run", lambda argv, **kw: calls.append(argv))
-    hostlink.CONTROL_DIR.mkdir(parents=True)
-    (hostlink.CONTROL_DIR / "far.ctl").touch()
-    assert hostlink.close_all() == ["ended the SSH session to testbed host far"]
-    assert calls == [["ssh", "-o", f"ControlPath={hostlink.CONTROL_DIR / 'far.ctl'}", "-O", "exit", "x"]]
+    reach.CONTROL_DIR.mkdir(parents=True)
+    (reach.CONTROL_DIR / "far.ctl").touch()
+    assert reach.close_all() == ["ended the SSH session to testbed host far"]
+    assert calls == [["ssh", "-o", f"ControlPath={reach.CONTROL_DIR / 'far.ctl'}", "-O", "exit", "x"]]
     assert not (tmp_path / "hosts").exists()  # the sessions' folder and the empty root above it
-    assert hostlink.close_all() == []
+    assert reach.close_all() == []
 
 
 def test_a_keepers_client_on_its_host_answers_in_json(tmp_path, monkeypatch, capsys):

@@ -9,8 +9,9 @@ from types import SimpleNamespace
 
 import yaml
 
-from protolab import hostmon, naming, placement
+from protolab import naming
 from protolab.lab.testbed import TestbedLab
+from protolab.testbed import federation, placement
 from protolab.topo import Topology
 
 CONFIG = Path(__file__).resolve().parents[3] / "images" / "monitor" / "prometheus.yml"
@@ -22,7 +23,7 @@ def host(name: str, underlay: str, **kw) -> placement.TestbedHost:
 
 def test_a_hosts_targets_are_its_nodes_at_their_management_addresses():
     nodes = [{"name": "r2", "role": "router", "mgmt_ip": "172.20.0.3"}, {"name": "h3", "mgmt_ip": "172.20.0.4"}]
-    groups = hostmon.node_groups(nodes, "run-1", {"h3": [9300], "*": [9400]})
+    groups = federation.node_groups(nodes, "run-1", {"h3": [9300], "*": [9400]})
     assert groups == [
         {"targets": [f"172.20.0.3:{naming.AGENT_PORT}", "172.20.0.3:9400"],
          "labels": {"node": "r2", "role": "router", "run": "run-1"}},
@@ -32,16 +33,16 @@ def test_a_hosts_targets_are_its_nodes_at_their_management_addresses():
 
 
 def test_the_runs_prometheus_federates_each_hosts_in_a_subdirectory(tmp_path):
-    proms = [hostmon.HostPrometheus(host("a", "10.255.98.1"), "plab-prometheus-a", tmp_path / "a"),
-             hostmon.HostPrometheus(host("b", "10.255.98.2", prometheus_port=9290), "plab-prometheus-b",
+    proms = [federation.HostPrometheus(host("a", "10.255.98.1"), "plab-prometheus-a", tmp_path / "a"),
+             federation.HostPrometheus(host("b", "10.255.98.2", prometheus_port=9290), "plab-prometheus-b",
                                     tmp_path / "b")]  # fmt: skip
-    path = hostmon.write_federation(proms, tmp_path)
+    path = federation.write_federation(proms, tmp_path)
     assert path == tmp_path / "targets" / "federate" / "hosts.json"
     assert json.loads(path.read_text()) == [
         {"targets": ["10.255.98.1:9190"], "labels": {"testbed_host": "a"}},
         {"targets": ["10.255.98.2:9290"], "labels": {"testbed_host": "b"}},
     ]
-    hostmon.write_federation([], tmp_path)  # the run's end: nothing federated
+    federation.write_federation([], tmp_path)  # the run's end: nothing federated
     assert json.loads(path.read_text()) == []
 
 
@@ -50,16 +51,16 @@ def test_the_monitor_configuration_federates_the_agents_series_with_their_labels
     jobs = {j["job_name"]: j for j in cfg["scrape_configs"]}
     fed = jobs["federate"]
     assert fed["honor_labels"] is True and fed["metrics_path"] == "/federate"
-    assert fed["params"]["match[]"] == [f'{{job="{hostmon.FEDERATED_JOB}"}}']
+    assert fed["params"]["match[]"] == [f'{{job="{federation.FEDERATED_JOB}"}}']
     (files,) = [c["files"] for c in fed["file_sd_configs"]]
     assert files == ["/etc/prometheus/targets/federate/*.json"]
     # the agent job's glob reads the targets folder itself, never its federate subdirectory (a * stops at /)
-    (agent,) = [c["files"] for c in jobs[hostmon.FEDERATED_JOB]["file_sd_configs"]]
+    (agent,) = [c["files"] for c in jobs[federation.FEDERATED_JOB]["file_sd_configs"]]
     assert agent == ["/etc/prometheus/targets/*.json"]
 
 
 def test_a_hosts_targets_file_is_replaced_whole(tmp_path):
-    p = hostmon.HostPrometheus(host("a", "10.255.98.1"), "plab-prometheus-a", tmp_path)
+    p = federation.HostPrometheus(host("a", "10.255.98.1"), "plab-prometheus-a", tmp_path)
     p.write_targets([{"targets": ["172.20.0.3:9100"], "labels": {"node": "h1"}}])
     assert json.loads((tmp_path / "lab.json").read_text())[0]["labels"] == {"node": "h1"}
     assert not list(tmp_path.glob("*.tmp"))
@@ -82,14 +83,14 @@ def test_a_remote_hosts_targets_go_over_its_session(monkeypatch):
     import subprocess
 
     far = placement.TestbedHost(name="far", address="192.0.2.11", underlay="192.0.2.11")
-    p = hostmon.HostPrometheus(far, "plab-prometheus-far", hostmon.REMOTE_ROOT / "far")
+    p = federation.HostPrometheus(far, "plab-prometheus-far", federation.REMOTE_ROOT / "far")
     assert p.remote and p.address == "192.0.2.11:9190"
     calls = []
     monkeypatch.setattr(subprocess, "run", lambda argv, **kw: calls.append((argv, kw)) or SimpleNamespace(returncode=0))
     p.write_targets([{"targets": ["172.20.0.3:9100"], "labels": {"node": "h3"}}])
     ((argv, kw),) = calls
-    path = hostmon.REMOTE_ROOT / "far" / "lab.json"
-    assert argv[0] == "ssh" and shlex.split(argv[-1]) == ["sh", "-c", hostmon.WRITE_SCRIPT, "sh", str(path)]
+    path = federation.REMOTE_ROOT / "far" / "lab.json"
+    assert argv[0] == "ssh" and shlex.split(argv[-1]) == ["sh", "-c", federation.WRITE_SCRIPT, "sh", str(path)]
     assert json.loads(kw["input"])[0]["labels"] == {"node": "h3"}
 
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from protolab import hoststats
+from protolab import counters
 
 
 def _own_cgroups() -> list[tuple[str, str]]:
@@ -19,13 +19,13 @@ def test_v2_reads_usage_usec_of_the_process_cgroup(tmp_path):
     d = tmp_path / path.lstrip("/")
     d.mkdir(parents=True, exist_ok=True)
     (d / "cpu.stat").write_text("usage_usec 2500000\nuser_usec 2000000\nsystem_usec 500000\n")
-    assert hoststats.cgroup_cpu_seconds(os.getpid(), root=tmp_path) == 2.5
+    assert counters.cgroup_cpu_seconds(os.getpid(), root=tmp_path) == 2.5
 
 
 def test_missing_accounting_or_process_is_none(tmp_path):
-    assert hoststats.cgroup_cpu_seconds(os.getpid(), root=tmp_path) is None
-    assert hoststats.cgroup_cpu_seconds(2**22 + 12345) is None  # above pid_max: no such process
+    assert counters.cgroup_cpu_seconds(os.getpid(), root=tmp_path) is None
+    assert counters.cgroup_cpu_seconds(2**22 + 12345) is None  # above pid_max: no such process
 
 
 def test_the_real_cgroup_of_this_process_has_used_cpu():
-    assert (hoststats.cgroup_cpu_seconds(os.getpid()) or 0) > 0
+    assert (counters.cgroup_cpu_seconds(os.getpid()) or 0) > 0

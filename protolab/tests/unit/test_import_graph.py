@@ -98,7 +98,7 @@ FORBIDDEN = {
     "protolab.workloads": ["protolab.orchestrator", "protolab.lab", "protolab.spec", "protolab.results"],
     "protolab.lab.linkstate": [*LABS, "protolab.orchestrator"],
     "protolab.lab.chaos": [*LABS, "protolab.orchestrator", "protolab.spec", "protolab.workloads"],
-    "protolab.dockerhost": ["protolab.lab", "protolab.monitor", "protolab.ownership", "protolab.cleanup"],
+    "protolab.engine": ["protolab.lab", "protolab.monitor", "protolab.ownership", "protolab.cleanup"],
 }  # fmt: skip
 # a forbidden package's contract a layer may import: types only, it loads no implementation (test_lab_api)
 CONTRACTS = {"protolab.workloads": ("protolab.lab.api",)}

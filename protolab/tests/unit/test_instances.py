@@ -16,7 +16,7 @@ import textwrap
 
 import pytest
 
-from protolab import cleanup, dockerhost, monitor, naming, ownership
+from protolab import cleanup, engine, monitor, naming, ownership
 from protolab.errors import MonitoringError, ProtolabError
 
 
@@ -182,7 +182,7 @@ def fake_stack(tmp_path, monkeypatch):
     """Docker, compose and Prometheus do nothing; what up() prints is captured by capsys."""
     monkeypatch.setenv("PROTOLAB_STATE_DIR", str(tmp_path / "state"))
     monkeypatch.setattr(monitor, "refuse_taken_ports", lambda client, grafana: None)
-    monkeypatch.setattr(dockerhost, "ensure_mgmt_network", lambda client, **kw: None)
+    monkeypatch.setattr(engine, "ensure_mgmt_network", lambda client, **kw: None)
     monkeypatch.setattr(monitor.Prometheus, "wait_ready", lambda self, timeout=60: None)
     monkeypatch.setattr(monitor, "grafana_available", lambda: False)
     monkeypatch.setattr(monitor, "grafana_image", lambda: "grafana/grafana-oss:test")

@@ -1,5 +1,5 @@
 """An inventory is data: every value that reaches ssh's argv, a remote shell or a path on a host is typed where the
-inventory is read (protolab.placement), and a hostile one is refused with the file, the host and the inventory
+inventory is read (protolab.testbed.placement), and a hostile one is refused with the file, the host and the inventory
 variable named. What is accepted needs no quoting in a shell and cannot be taken for an option."""
 
 from __future__ import annotations
@@ -12,9 +12,9 @@ import yaml
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from protolab import hostlink, placement
 from protolab.errors import LabError
-from protolab.placement import PlacementError, load_inventory
+from protolab.testbed import placement, reach
+from protolab.testbed.placement import PlacementError, load_inventory
 
 # each field as the inventory spells it, with a valid value for the other fields
 FIELDS = ["ansible_host", "protolab_underlay", "ansible_user", "protolab_python", "ansible_ssh_private_key_file",
@@ -107,7 +107,7 @@ def test_ssh_never_gets_a_destination_that_reads_as_an_option():
     bad = placement.TestbedHost.model_construct(name="far", address="192.0.2.11", user="-oProxyCommand=id",
                                                 ssh_port=22, ssh_key=None, known_hosts=None, netns=None)  # fmt: skip
     with pytest.raises(LabError, match="is not a login at an address"):
-        hostlink.ssh(bad)
+        reach.ssh(bad)
 
 
 ANY_TEXT = st.text(alphabet=st.characters(codec="utf-8", exclude_categories=["Cs"]), max_size=80)
@@ -133,5 +133,5 @@ def test_any_accepted_value_is_one_inert_word_and_any_refused_one_is_named(tmp_p
     assert not (set(got) & SHELL_SPECIALS), f"{field}={got!r} accepted with a shell metacharacter"
     assert ".." not in got.split("/")
     if host.netns is None:  # the ssh argv: the destination is a word of its own, right before `--`
-        argv = hostlink.ssh(host)
+        argv = reach.ssh(host)
         assert argv[-1] == "--" and not argv[-2].startswith("-") and shlex.split(argv[-2]) == [argv[-2]]

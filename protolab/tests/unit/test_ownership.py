@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from protolab import dockerhost, hoststate, ownership
+from protolab import engine, kernelstate, ownership
 from protolab.errors import EXIT_BUSY, LabBusyError
 from protolab.results.salvage import finalize_orphan
 from protolab.results.store import JsonLog
@@ -114,7 +114,7 @@ def test_sweep_removes_in_order_reports_failures_and_keeps_them(monkeypatch):
 
 
 def test_a_link_of_the_same_name_made_later_is_not_ours(monkeypatch):
-    monkeypatch.setattr(dockerhost, "ifindex", lambda name, netns_pid=None: 7)
+    monkeypatch.setattr(engine, "ifindex", lambda name, netns_pid=None: 7)
     ran = []
     monkeypatch.setattr(ownership, "run", lambda cmd, **kw: ran.append(cmd))
     assert not ownership._link({"name": "plab-s1", "ifindex": 6}, None, True)
@@ -150,15 +150,15 @@ def _proc_tree(root: Path, modules: list[str] | None, sysctls: dict[str, str]) -
 def test_hoststate_unloads_br_netfilter_the_run_loaded_and_resets_sysctls(tmp_path):
     before_root, now_root = tmp_path / "before", tmp_path / "now"
     _proc_tree(before_root, ["bridge"], {"net.ipv4.ip_forward": "1"})
-    before = hoststate.snapshot(before_root)
+    before = kernelstate.snapshot(before_root)
     assert before["modules"] == {"br_netfilter": "absent", "xt_physdev": "absent"}
     assert before["sysctls"]["net.bridge.bridge-nf-call-iptables"] is None
     _proc_tree(now_root, ["bridge", "br_netfilter", "xt_physdev"],
                {"net.ipv4.ip_forward": "0", "net.bridge.bridge-nf-call-iptables": "1"})  # fmt: skip
-    diff = hoststate.differences(before, hoststate.snapshot(now_root))
+    diff = kernelstate.differences(before, kernelstate.snapshot(now_root))
     assert "module br_netfilter: absent before, loaded now" in diff
     ran = []
-    done = hoststate.restore(before, now_root, runner=lambda cmd: ran.append(cmd))
+    done = kernelstate.restore(before, now_root, runner=lambda cmd: ran.append(cmd))
     assert ran == [["modprobe", "-r", "br_netfilter"], ["modprobe", "-r", "xt_physdev"],
                    ["sysctl", "-qw", "net.ipv4.ip_forward=1"]]  # fmt: skip
     assert len(done) == 3
@@ -166,17 +166,17 @@ def test_hoststate_unloads_br_netfilter_the_run_loaded_and_resets_sysctls(tmp_pa
 
 def test_hoststate_leaves_a_module_something_else_uses(tmp_path):
     _proc_tree(tmp_path / "b", [], {})
-    before = hoststate.snapshot(tmp_path / "b")
+    before = kernelstate.snapshot(tmp_path / "b")
     _proc_tree(tmp_path / "n", ["br_netfilter"], {})
     (tmp_path / "n/sys/module/br_netfilter/refcnt").write_text("2\n")
     ran = []
-    done = hoststate.restore(before, tmp_path / "n", runner=lambda cmd: ran.append(cmd))
+    done = kernelstate.restore(before, tmp_path / "n", runner=lambda cmd: ran.append(cmd))
     assert ran == [] and "in use" in done[0]
 
 
 def test_builtin_modules_are_never_unloaded(tmp_path):
     _proc_tree(tmp_path, None, {"net.bridge.bridge-nf-call-iptables": "1"})  # no /proc/modules: built in
-    assert hoststate.snapshot(tmp_path)["modules"]["br_netfilter"] == "builtin"
+    assert kernelstate.snapshot(tmp_path)["modules"]["br_netfilter"] == "builtin"
 
 
 def test_a_killed_runs_folder_is_finalized_from_its_rows(tmp_path):

@@ -1,4 +1,4 @@
-"""protolab.placement: an Ansible inventory's testbed hosts, and which host each node of a lab runs on (issue 18).
+"""protolab.testbed.placement: an Ansible inventory's testbed hosts, and which host each node of a lab runs on.
 A shared medium and its members never span hosts; point-to-point links between hosts become VXLAN stitches."""
 
 from __future__ import annotations
@@ -12,12 +12,13 @@ from pathlib import Path
 import pytest
 import yaml
 
-from protolab import placement, topofile
+from protolab import topofile
 from protolab.errors import LabError
 from protolab.lab import impair, supervise
 from protolab.lab.testbed import TestbedLab
-from protolab.placement import PlacementError, load_inventory, place
 from protolab.spec import TopologySpec
+from protolab.testbed import placement
+from protolab.testbed.placement import PlacementError, load_inventory, place
 
 
 def _inventory(tmp_path: Path, hosts: dict, common: dict | None = None) -> placement.Inventory:

@@ -12,9 +12,10 @@ from pathlib import Path
 
 import pytest
 
-from protolab import cleanup, dockerhost, hostmon, multilab, ownership
+from protolab import cleanup, engine, multilab, ownership
 from protolab.errors import DockerUnreachableError, ProtolabError
 from protolab.lab import rxcpu
+from protolab.testbed import federation
 
 RULE = {"tool": "iptables", "table": "filter", "rule": ["FORWARD", "-i", "plab-s1", "-j", "ACCEPT"]}
 TABLE = {"family": "bridge", "name": "protolab_r1_lab"}
@@ -133,7 +134,7 @@ def test_an_engine_that_does_not_answer_is_asked_once_and_every_docker_entry_kep
         asked.append(1)
         raise DockerUnreachableError("Read timed out. (read timeout=20)")
 
-    monkeypatch.setattr(dockerhost, "client", unreachable)
+    monkeypatch.setattr(engine, "client", unreachable)
     ledger = _ledger(("container", {"name": "plab-h1"}), ("container", {"name": "plab-h2"}),
                      ("network", {"name": "plab-mgmt"}), ("compose", {"project": "protolab"}))  # fmt: skip
     outcomes = ledger.remove(None)
@@ -162,10 +163,10 @@ def test_left_says_what_it_could_not_tell(tools):
 def test_clean_fails_naming_what_is_left_and_what_to_do(tools, tmp_path, monkeypatch, capsys):
     tools("iptables", 'echo "Another app is currently holding the xtables lock." >&2; exit 4')
     tools("nft", 'echo "Error: No such file or directory" >&2; exit 1')
-    monkeypatch.setattr(dockerhost, "client", lambda: _NoContainers())
+    monkeypatch.setattr(engine, "client", lambda: _NoContainers())
     monkeypatch.setattr(rxcpu, "release_orphans", lambda: [])  # this machine's kthreads are not the test's
     monkeypatch.setattr(multilab, "clean_parts", lambda failures=None: [])  # nor its keepers and hosts
-    monkeypatch.setattr(hostmon, "REMOTE_ROOT", tmp_path / "hostmon")
+    monkeypatch.setattr(federation, "REMOTE_ROOT", tmp_path / "federation")
     ledger = _ledger(("rule", RULE), ("nft", TABLE))
     with pytest.raises(ProtolabError) as err:
         cleanup.clean()

@@ -1,4 +1,4 @@
-"""dockerhost.remove_network on Docker's stale-endpoint state: a network that "has active endpoints" while it lists
+"""engine.remove_network on Docker's stale-endpoint state: a network that "has active endpoints" while it lists
 none is tried once more, then reported with the network's name and the fix, never as a bare API error. (The
 engine is faked: the state itself comes from a race inside dockerd that cannot be produced on demand.)"""
 
@@ -7,7 +7,7 @@ from __future__ import annotations
 import docker.errors
 import pytest
 
-from protolab import dockerhost, naming
+from protolab import engine, naming
 from protolab.errors import LabError
 
 
@@ -41,19 +41,19 @@ class FakeClient:
 
 @pytest.fixture(autouse=True)
 def no_wait(monkeypatch):
-    monkeypatch.setattr(dockerhost, "STALE_ENDPOINTS_RETRY_SECONDS", 0.0)
+    monkeypatch.setattr(engine, "STALE_ENDPOINTS_RETRY_SECONDS", 0.0)
 
 
 def test_a_late_endpoint_is_waited_for_once():
     net = FakeNet(fails=1)
-    assert dockerhost.remove_network(FakeClient(net), "plab-mgmt") is True
+    assert engine.remove_network(FakeClient(net), "plab-mgmt") is True
     assert net.removes == 2
 
 
 def test_stale_endpoints_are_said_with_the_network_and_the_fix():
     net = FakeNet(fails=5, listed={"c0ffee": {"Name": "plab-h1"}})
     with pytest.raises(LabError) as err:
-        dockerhost.remove_network(FakeClient(net), "plab-mgmt")
+        engine.remove_network(FakeClient(net), "plab-mgmt")
     text = str(err.value)
     assert "plab-mgmt" in text and "restart" in text and "dockerd" in text and "protolab clean" in text
     assert net.removes == 2  # bounded: one retry
@@ -63,5 +63,5 @@ def test_stale_endpoints_are_said_with_the_network_and_the_fix():
 def test_other_api_errors_are_not_dressed_up():
     net = FakeNet(fails=1, message="permission denied")
     with pytest.raises(docker.errors.APIError):
-        dockerhost.remove_network(FakeClient(net), "plab-mgmt")
+        engine.remove_network(FakeClient(net), "plab-mgmt")
     assert net.removes == 1

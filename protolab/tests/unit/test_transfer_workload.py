@@ -161,7 +161,7 @@ def test_checksum_errors_from_proc_net_snmp():
 
 
 def test_proc_net_snmp_parses_every_protocols_counters():
-    from protolab.hoststats import parse_snmp
+    from protolab.counters import parse_snmp
 
     ip = (
         "Ip: Forwarding DefaultTTL InReceives ReasmTimeout ReasmReqds ReasmOKs ReasmFails\n"

@@ -1,14 +1,14 @@
 """How this machine reaches a testbed host's shell (issue 18, item 3).
 
-An emulated host (protolab.emuhost, inventory variable protolab_netns) is a network namespace here: a command
+An emulated host (protolab.testbed.emulation, inventory variable protolab_netns) is a network namespace here: a command
 runs in it with `nsenter --net`. Any other host is reached over SSH, through one OpenSSH session per host kept
 open (ControlMaster, its socket under /run/protolab-hosts/ssh/): the first command opens it, the next ones reuse
 it (no new handshake per command), and close() ends it. The login, port, key and known_hosts file come from the
 inventory (ansible_user, ansible_port, ansible_ssh_private_key_file, protolab_known_hosts); BatchMode, so a
 missing key fails at once instead of asking for a password.
 
-    argv = hostlink.command(host, ["ip", "-br", "addr"])   # a command on the host, as subprocess argv
-    hostlink.close(host)                                    # its SSH session, if one was opened
+    argv = reach.command(host, ["ip", "-br", "addr"])   # a command on the host, as subprocess argv
+    reach.close(host)                                    # its SSH session, if one was opened
 """
 
 from __future__ import annotations
@@ -19,10 +19,10 @@ import subprocess
 from pathlib import Path
 from typing import Any
 
+from ..errors import LabError
+from ..shell import in_netns
 from . import placement
-from .errors import LabError
 from .placement import TestbedHost
-from .shell import in_netns
 
 CONTROL_DIR = Path("/run/protolab-hosts/ssh")
 PERSIST_SECONDS = 600  # an idle session stays open this long (a run's phases ask again within seconds)

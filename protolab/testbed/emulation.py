@@ -2,8 +2,8 @@
 own, all joined by an underlay bridge (in a namespace of its own), so that a lab over several hosts can be
 deployed and tested without a second machine.
 
-    hosts = emuhost.start(["host_a", "host_b"], ledger)   # namespaces, underlay, engines, this machine on it
-    inventory = emuhost.write_inventory(hosts, path)       # for protolab.placement
+    hosts = emulation.start(["host_a", "host_b"], ledger)   # namespaces, underlay, engines, this machine on it
+    inventory = emulation.write_inventory(hosts, path)       # for protolab.testbed.placement
     ...
     ledger.sweep()                                          # or `protolab clean`: engines, namespaces, links
 
@@ -25,9 +25,9 @@ from typing import Any
 
 import yaml
 
-from . import ownership
-from .errors import LabError
-from .shell import in_netns, run
+from .. import ownership
+from ..errors import LabError
+from ..shell import in_netns, run
 
 PREFIX = "plab-emu-"
 UNDERLAY_NS = "plab-emu-underlay"  # the "switch" between the hosts: a namespace of its own, not the root's, so
@@ -184,9 +184,9 @@ def _start_engine(h: EmulatedHost, ledger: ownership.Ledger) -> None:
 
 def load_image(hosts: list[EmulatedHost], ref: str) -> None:
     """Copy an image from the main engine into the emulated hosts' engines that lack it (nothing is pulled)."""
-    from . import hostlink
+    from . import reach
 
-    hostlink.copy_images({h.name: h.engine for h in hosts}, {ref}, log=lambda _m: None)
+    reach.copy_images({h.name: h.engine for h in hosts}, {ref}, log=lambda _m: None)
 
 
 def _inventory_vars(h: EmulatedHost, cpus: float) -> dict[str, Any]:
@@ -201,8 +201,8 @@ def _inventory_vars(h: EmulatedHost, cpus: float) -> dict[str, Any]:
 
 
 def write_inventory(hosts: list[EmulatedHost], path: Path, cpus: float = 1.0) -> Path:
-    """An Ansible inventory naming the emulated hosts, as protolab.placement reads one."""
+    """An Ansible inventory naming the emulated hosts, as protolab.testbed.placement reads one."""
     doc = {"testbed": {"hosts": {h.name: _inventory_vars(h, cpus) for h in hosts}}}
-    path.write_text("# emulated testbed hosts (protolab.emuhost): network namespaces on this machine\n"
+    path.write_text("# emulated testbed hosts (protolab.testbed.emulation): network namespaces on this machine\n"
                     + yaml.safe_dump(doc, sort_keys=False))  # fmt: skip
     return path

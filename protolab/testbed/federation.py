@@ -10,14 +10,14 @@ Prometheus as on one machine.
   Prometheus, read from targets/federate/*.json: a subdirectory, so the agent job's targets/*.json glob never
   reads it. It asks /federate for the agent job's series with honor_labels, so a node's series keep their own
   labels (job, instance, node, role, run) and every query of the one-machine case holds.
-- Emulated hosts (protolab.emuhost) sit behind an underlay bridge in a namespace of their own; this machine's
-  namespace, where the run's Prometheus's packets leave Docker's bridge, reaches them through emuhost's control
-  veth into that bridge.
+- Emulated hosts (protolab.testbed.emulation) sit behind an underlay bridge in a namespace of their own; this machine's
+  namespace, where the run's Prometheus's packets leave Docker's bridge, reaches them through the emulation's
+  control veth into that bridge.
 
-    proms = [hostmon.start(h, run_id, ledger) for h in inventory.hosts]
-    hostmon.write_federation(proms)                                # the run's Prometheus scrapes their /federate
+    proms = [federation.start(h, run_id, ledger) for h in inventory.hosts]
+    federation.write_federation(proms)                                # the run's Prometheus scrapes their /federate
     proms[0].write_targets(groups)                                 # that host's nodes
-    hostmon.wait_federated(Prometheus(), {"h1", "h3"})
+    federation.wait_federated(Prometheus(), {"h1", "h3"})
 """
 
 from __future__ import annotations
@@ -29,9 +29,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from . import hostlink, naming, ownership, placement
-from .errors import LabError, MonitoringError
-from .jsonio import write_json
+from .. import naming, ownership
+from ..errors import LabError, MonitoringError
+from ..jsonio import write_json
+from . import placement, reach
 
 IMAGE = "protolab/monitor:latest"
 HOSTS_DIR = "hosts"  # <state dir>/hosts/<host>/: an emulated host's Prometheus's targets, mounted into it
@@ -74,7 +75,7 @@ class HostPrometheus:
             write_json(self.targets_dir / "lab.json", groups)
             return
         path = self.targets_dir / "lab.json"
-        p = subprocess.run(hostlink.command(self.host, ["sh", "-c", WRITE_SCRIPT, "sh", str(path)]),
+        p = subprocess.run(reach.command(self.host, ["sh", "-c", WRITE_SCRIPT, "sh", str(path)]),
                            input=json.dumps(groups), capture_output=True, text=True, timeout=60)  # fmt: skip
         if p.returncode != 0:
             raise MonitoringError(f"testbed host {self.host.name}: its Prometheus's targets not written: "
@@ -90,12 +91,12 @@ class HostPrometheus:
             return []
         failures = []
         try:
-            docker.DockerClient(base_url=hostlink.engine(self.host)).containers.get(self.container).remove(force=True)
+            docker.DockerClient(base_url=reach.engine(self.host)).containers.get(self.container).remove(force=True)
         except docker.errors.NotFound:
             pass
         except Exception as exc:  # noqa: BLE001 (reported: the run's teardown lists what it left)
             failures.append(f"{self.host.name}: container {self.container}: {exc}")
-        rm = subprocess.run(hostlink.command(self.host, ["rm", "-rf", str(self.targets_dir)]), capture_output=True,
+        rm = subprocess.run(reach.command(self.host, ["rm", "-rf", str(self.targets_dir)]), capture_output=True,
                             text=True, timeout=60)  # fmt: skip
         if rm.returncode != 0:
             failures.append(f"{self.host.name}: {self.targets_dir}: {rm.stderr.strip()[-200:]}")
@@ -111,10 +112,10 @@ def start(host: placement.TestbedHost, run_id: str, ledger: ownership.Ledger, st
     if not host.underlay:
         raise LabError(f"testbed host {host.name}: no underlay address for its Prometheus to listen on")
     name = f"plab-prometheus-{host.name}"
-    engine = hostlink.engine(host)  # a remote host's through its SSH session
+    engine = reach.engine(host)  # a remote host's through its SSH session
     if host.netns is None:  # its targets folder on the host
         d = remote_root() / host.name
-        subprocess.run(hostlink.command(host, ["mkdir", "-p", str(d)]), check=True, capture_output=True, timeout=60)
+        subprocess.run(reach.command(host, ["mkdir", "-p", str(d)]), check=True, capture_output=True, timeout=60)
     else:
         d = state_dir / HOSTS_DIR / host.name
         d.mkdir(parents=True, exist_ok=True)
@@ -224,7 +225,7 @@ def sweep_remote(failures: list[str]) -> list[str]:
                 continue
             where = f"testbed host {host.name}: container {e['name']} (run {ledger.run_id})"
             try:
-                c = docker.DockerClient(base_url=hostlink.engine(host, fresh=True)).containers.get(e["name"])
+                c = docker.DockerClient(base_url=reach.engine(host, fresh=True)).containers.get(e["name"])
                 if c.labels.get(naming.RUN_LABEL) == e["run"]:
                     c.remove(force=True)
                     done.append(f"removed {where}")
@@ -235,7 +236,7 @@ def sweep_remote(failures: list[str]) -> list[str]:
                 continue
             d = remote_root() / host.name
             try:
-                rm = subprocess.run(hostlink.command(host, ["rm", "-rf", "--", str(d)]), capture_output=True,
+                rm = subprocess.run(reach.command(host, ["rm", "-rf", "--", str(d)]), capture_output=True,
                                     text=True, timeout=60)  # fmt: skip
                 if rm.returncode != 0:
                     failures.append(f"testbed host {host.name}: {d}: {rm.stderr.strip()[-200:]}")

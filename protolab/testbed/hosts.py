@@ -1,8 +1,9 @@
 """The testbed hosts of a run over several hosts: `protolab run NAME --emulate-hosts a,b | --inventory FILE`.
 
-open_hosts() gives them: emulated ones (protolab.emuhost) started in the run's ledger, with the run's images copied
-into their engines and a control link from this machine into their underlay; or the hosts of an inventory, the
-run's images copied to their engines; and a Prometheus on each host (protolab.hostmon), federated by the run's.
+open_hosts() gives them: emulated ones (protolab.testbed.emulation) started in the run's ledger, with the run's
+images copied into their engines and a control link from this machine into their underlay; or the hosts of an
+inventory, the run's images copied to their engines; and a Prometheus on each host (protolab.testbed.federation),
+federated by the run's.
 The lab over them is protolab.lab.testbed's TestbedLab.
 """
 
@@ -12,8 +13,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from . import emuhost, hostmon, ownership, placement
-from .errors import LabError
+from .. import ownership
+from ..errors import LabError
+from . import emulation, federation, placement
 
 
 @dataclass
@@ -21,18 +23,19 @@ class Hosts:
     """The testbed hosts of one run."""
 
     inventory: placement.Inventory
-    emulated: list[emuhost.EmulatedHost] = field(default_factory=list)
-    proms: dict[str, hostmon.HostPrometheus] = field(default_factory=dict)
+    emulated: list[emulation.EmulatedHost] = field(default_factory=list)
+    proms: dict[str, federation.HostPrometheus] = field(default_factory=dict)
     control: str | None = None  # this machine's address on the emulated underlay
 
     def close(self) -> list[str]:
         """The run's end: federation cleared, the hosts' Prometheus removed where their engines outlive the run
         (remote hosts), every SSH session ended; what could not be removed."""
-        from . import hostlink, monitor
+        from .. import monitor
+        from . import reach
 
-        failures = hostmon.forget(monitor.state_dir(), list(self.proms.values()))
+        failures = federation.forget(monitor.state_dir(), list(self.proms.values()))
         for h in self.inventory.hosts:
-            hostlink.close(h)
+            reach.close(h)
         return failures
 
     def manifest(self) -> dict[str, Any]:
@@ -46,25 +49,25 @@ def open_hosts(emulate: list[str] | None, inventory: Path | None, images: set[st
                log: Any = print) -> Hosts:  # fmt: skip
     """Start the emulated hosts (or read the inventory), each host's Prometheus, and the federation of them. The
     emulated hosts' inventory is written to `record` (the run's folder keeps it)."""
-    emulated: list[emuhost.EmulatedHost] = []
+    emulated: list[emulation.EmulatedHost] = []
     control = None
     if emulate:
         how = ", reached over SSH" if ssh else ""
         log(f"starting emulated testbed hosts {', '.join(emulate)} (a network namespace and a Docker engine each{how})")
-        emulated = emuhost.start(emulate, ledger, ssh=ssh)
-        for ref in sorted(images | {hostmon.IMAGE}):
-            emuhost.load_image(emulated, ref)
-        inventory = emuhost.write_inventory(emulated, record, cpus=cpus)
-        control = emuhost.control_address()
+        emulated = emulation.start(emulate, ledger, ssh=ssh)
+        for ref in sorted(images | {federation.IMAGE}):
+            emulation.load_image(emulated, ref)
+        inventory = emulation.write_inventory(emulated, record, cpus=cpus)
+        control = emulation.control_address()
     if inventory is None:
         raise LabError("a run over several hosts needs --inventory FILE or --emulate-hosts a,b")
     inv = placement.load_inventory(inventory)
     if not emulate:
-        from . import hostlink
+        from . import reach
 
-        hostlink.copy_images({h.name: hostlink.engine(h) for h in inv.hosts}, images | {hostmon.IMAGE}, log)
-    proms = {h.name: hostmon.start(h, run_id, ledger, state_dir) for h in inv.hosts}
-    hostmon.wait_ready(list(proms.values()))
-    hostmon.write_federation(list(proms.values()), state_dir)
+        reach.copy_images({h.name: reach.engine(h) for h in inv.hosts}, images | {federation.IMAGE}, log)
+    proms = {h.name: federation.start(h, run_id, ledger, state_dir) for h in inv.hosts}
+    federation.wait_ready(list(proms.values()))
+    federation.write_federation(list(proms.values()), state_dir)
     log(f"testbed hosts: {', '.join(f'{n} (Prometheus {p.address})' for n, p in proms.items())}")
     return Hosts(inv, emulated, proms, control)

@@ -33,11 +33,11 @@ from typing import Any
 import yaml
 from pydantic import Field, ValidationError, field_validator
 
-from .errors import SpecError
-from .model.base import Strict
-from .topo import Link, Switch, Topology, VxlanEnd
+from ..errors import SpecError
+from ..model.base import Strict
+from ..topo import Host, Link, Switch, Topology, VxlanEnd
 
-INVENTORY_DIR = Path(__file__).resolve().parent.parent / "ansible" / "inventory"
+INVENTORY_DIR = Path(__file__).resolve().parents[2] / "ansible" / "inventory"
 DEFAULT_INVENTORY = INVENTORY_DIR / "local.yml"
 GROUP = "testbed"
 VXLAN_OVERHEAD = 50  # outer Ethernet 14 + IPv4 20 + UDP 8 + VXLAN 8
@@ -132,11 +132,16 @@ class TestbedHost(Strict):
     cpus: float = Field(1.0, gt=0, description="protolab_cpus: cores it gives to nodes (balancing weight)")
     vxlan_port: int = Field(4789, ge=1, le=65535, description="protolab_vxlan_port: UDP port of the tunnels")
     underlay_mtu: int = Field(1500, ge=1280, le=65535, description="protolab_underlay_mtu")
-    netns: str | None = Field(None, description="protolab_netns: an emulated host's network namespace (emuhost)")
-    prometheus_port: int = Field(
-        9190, ge=1, le=65535, description="protolab_prometheus_port: where its Prometheus listens (protolab.hostmon)"
+    netns: str | None = Field(
+        None, description="protolab_netns: an emulated host's network namespace (testbed.emulation)"
     )
-    # a host that is not emulated here is reached over SSH (an OpenSSH session kept open: hostlink)
+    prometheus_port: int = Field(
+        9190,
+        ge=1,
+        le=65535,
+        description="protolab_prometheus_port: where its Prometheus listens (testbed.federation)",
+    )
+    # a host that is not emulated here is reached over SSH (an OpenSSH session kept open: testbed.reach)
     user: str = Field("root", description="ansible_user: the SSH login (root: the keeper runs Mininet and tc)")
     ssh_port: int = Field(22, ge=1, le=65535, description="ansible_port: its SSH port")
     ssh_key: str | None = Field(None, description="ansible_ssh_private_key_file: the SSH key (None: ssh's default)")
@@ -313,7 +318,8 @@ def place(topo: Topology, inventory: Inventory, pins: Mapping[str, str] | None =
           default_cpus: float | None = None) -> Placement:  # fmt: skip
     """Each node's host (see the module docstring). `pins`: node -> host, beside the topology's own `host:`s;
     `default_cpus`: the budget of nodes without one (the experiment's default), else DEFAULT_NODE_CPUS."""
-    pinned: dict[str, str] = {n.name: n.host for n in (*topo.hosts, *topo.switches) if n.host}
+    nodes: list[Host | Switch] = [*topo.hosts, *topo.switches]
+    pinned: dict[str, str] = {n.name: n.host for n in nodes if n.host}
     for node, host in (pins or {}).items():
         if node not in topo.node_names():
             raise PlacementError(f"placement: {node!r} is not a node of this topology")
@@ -378,7 +384,7 @@ def _assign(group: Sequence[str], host: str, cpus: Mapping[str, float], load: di
 
 
 def _stitches(topo: Topology, inventory: Inventory, node_host: Mapping[str, str]) -> list[Stitch]:
-    out = []
+    out: list[Stitch] = []
     for lk in topo.links:
         a, b = node_host[lk.node1], node_host[lk.node2]
         if a == b:
