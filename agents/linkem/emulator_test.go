@@ -413,6 +413,7 @@ func TestSetConfigAtomic(t *testing.T) {
 	B := Config{Delay: Duration(2 * time.Millisecond), Corrupt: 100, Limit: 30000}
 	e, _, _, _ := newTestEmulator(t, A)
 	var stop atomic.Bool
+	var changes atomic.Int64
 	var wg sync.WaitGroup
 	started := make(chan struct{})
 	wg.Add(1)
@@ -427,16 +428,29 @@ func TestSetConfigAtomic(t *testing.T) {
 				t.Error(err)
 				return
 			}
+			changes.Add(1)
 			if i == 0 {
 				close(started)
 			}
 		}
 	}()
 	<-started
+	// Every 50 arrivals, wait for the changer to have made a change since the last wait: the interleaving is
+	// made sure of, not left to the scheduler (on a busy machine the changer's thread can miss a whole loop).
+	deadline := time.Now().Add(10 * time.Second)
+	seenChanges := changes.Load()
 	for i := 0; i < 20000; i++ {
 		e.Arrive(udpPacket(uint32(i), 10))
 		if i%50 == 0 {
-			runtime.Gosched() // let the changes interleave with the arrivals even on one P
+			for changes.Load() == seenChanges {
+				if time.Now().After(deadline) {
+					stop.Store(true)
+					wg.Wait()
+					t.Fatal("the changer made no change in 10 s")
+				}
+				runtime.Gosched()
+			}
+			seenChanges = changes.Load()
 		}
 	}
 	stop.Store(true)
