@@ -10,7 +10,7 @@ One machine cannot show k hosts' cores, so the table is a model built from figur
   hosts joined by a veth underlay, and per round the stitch bridge, the VXLAN end (protolab.lab.stitch.attach) and
   the MTU on both sides, timed, then removed (median of the rounds).
 
-Model for k hosts, each like this one: multilab deploys the parts at once (a keeper per host), so a lab of N nodes
+Model for k hosts, each like this one: lab.parts deploys them at once (a keeper per host), so a lab of N nodes
 split evenly takes a + b * N / k + c * s, s the stitched links (k - 1 for a chain of parts, the fewest that join k
 hosts); a host holds at most N_max nodes, so N > k * N_max does not fit. A shared medium stays on one host, so a
 single LAN of N nodes does not split: the model is for labs of several LANs or of point-to-point links.

@@ -47,11 +47,11 @@ def leftovers() -> list[str]:
         found += [f"process {p} (run {ledger.run_id})" for p in ownership.processes_of_run(ledger.run_id)]
     found += _labelled(ctx, remove=False)
     found += [f"stale helper socket {p}" for p in ownership.stale_helper_sockets()]
-    from . import multilab
+    from .lab import parts
     from .testbed.federation import remote_root
 
     # the last two: this machine as a testbed host reached over SSH (its keepers' and its Prometheus's state)
-    for root in (multilab.state_root(), multilab.remote_state_root(), remote_root()):
+    for root in (parts.state_root(), parts.remote_state_root(), remote_root()):
         if root.is_dir():
             found += [f"lab part state {d}" for d in sorted(root.iterdir())]
     return sorted(set(found))
@@ -92,12 +92,12 @@ def _clean(verbose: bool, forced: bool) -> list[str]:
         done += [f"moved napi kthread {p} back to the root cgroup" for p in rxcpu.release_orphans()]
     killpoint("clean")
     if not forced or len(ledgers) == len(ownership.ledgers()):
-        from . import multilab
+        from .lab import parts
 
         # keepers of a lab over several hosts, first: a remote one is reached over its host's SSH session while an
         # emulated host (in a ledger below) still answers
-        done += multilab.clean_parts(failures)
-        done += multilab.clean_hosted_parts()  # and this machine's, as a host that was reached over SSH
+        done += parts.clean_parts(failures)
+        done += parts.clean_hosted_parts()  # and this machine's, as a host that was reached over SSH
         from .testbed.federation import remote_root
 
         if remote_root().is_dir():  # this machine as a host reached over SSH: its Prometheus's targets

@@ -1,4 +1,4 @@
-"""The lab commands of the CLI (protolab.labctl does the work): deploy, destroy, inspect, exec, graph, capture,
+"""The lab commands of the CLI (protolab.lab.keeper does the work): deploy, destroy, inspect, exec, graph, capture,
 impair, check."""
 
 from __future__ import annotations
@@ -49,7 +49,7 @@ def need_root(what: str) -> None:
 
 
 def cmd_deploy(a: argparse.Namespace) -> int:
-    from . import labctl
+    from .lab import keeper
 
     need_root("deploy")
     filt = [p for item in a.node_filter for p in item.split(",") if p]
@@ -57,21 +57,20 @@ def cmd_deploy(a: argparse.Namespace) -> int:
     if a.inventory or emulate:
         from .lab import supervise
 
-        st = supervise.start_supervised({"source": a.source, "params": labctl.parse_params(a.param),
+        st = supervise.start_supervised({"source": a.source, "params": keeper.parse_params(a.param),
                                         "node_filter": filt, "inventory": a.inventory, "emulate": emulate,
                                         "cpus": a.host_cpus, "ssh": a.over_ssh})  # fmt: skip
         print(supervise.supervised_text(st))
     else:
-        st = labctl.deploy(labctl.Request(a.source, labctl.parse_params(a.param), filt, a.backend))
-        print(labctl.inspect_text(st))
+        st = keeper.deploy(keeper.Request(a.source, keeper.parse_params(a.param), filt, a.backend))
+        print(keeper.inspect_text(st))
     print(f"\nup in {st['deploy_seconds']} s. `protolab exec NODE -- CMD`, `protolab inspect`, `protolab destroy`.",
           file=sys.stderr)  # fmt: skip
     return 0
 
 
 def cmd_destroy(_a: argparse.Namespace) -> int:
-    from . import labctl
-    from .lab import supervise
+    from .lab import keeper, supervise
 
     need_root("destroy")
     if (multi := supervise.load_supervised()) is not None:
@@ -80,8 +79,8 @@ def cmd_destroy(_a: argparse.Namespace) -> int:
             print(f"left: {f} (`protolab clean` removes it)", file=sys.stderr)
         print(f"destroyed lab {multi['name']} ({multi['run']}) over {', '.join(multi['parts'])}")
         return 1 if failures else 0
-    st = labctl.need_state()
-    failures = labctl.destroy()
+    st = keeper.need_state()
+    failures = keeper.destroy()
     for f in failures:
         print(f"left: {f} (`protolab clean` removes it)", file=sys.stderr)
     print(f"destroyed lab {st['name']} ({st['lab']})")
@@ -89,20 +88,18 @@ def cmd_destroy(_a: argparse.Namespace) -> int:
 
 
 def cmd_inspect(a: argparse.Namespace) -> int:
-    from . import labctl
-    from .lab import supervise
+    from .lab import keeper, supervise
 
     if (multi := supervise.load_supervised()) is not None:
         print(json.dumps(multi, indent=1) if a.format == "json" else supervise.supervised_text(multi))
         return 0
-    st = labctl.request("inspect")["state"]
-    print(json.dumps(st, indent=1) if a.format == "json" else labctl.inspect_text(st))
+    st = keeper.request("inspect")["state"]
+    print(json.dumps(st, indent=1) if a.format == "json" else keeper.inspect_text(st))
     return 0
 
 
 def cmd_exec(a: argparse.Namespace) -> int:
-    from . import labctl
-    from .lab import supervise
+    from .lab import keeper, supervise
 
     cmd = a.cmd[1:] if a.cmd[:1] == ["--"] else a.cmd
     if a.all and a.node:  # `exec --all -- CMD ...`: argparse took CMD for the node
@@ -113,13 +110,14 @@ def cmd_exec(a: argparse.Namespace) -> int:
         if a.all:
             raise SystemExit("protolab exec --all: not for a lab over several hosts yet; name the node")
         return supervise.supervised_exec(multi, a.node or "", cmd, tty=sys.stdin.isatty())
-    return labctl.exec_cmd(None if a.all else a.node, cmd, all_nodes=a.all)
+    return keeper.exec_cmd(None if a.all else a.node, cmd, all_nodes=a.all)
 
 
 def cmd_graph(a: argparse.Namespace) -> int:
-    from . import graph, labctl
+    from . import graph
+    from .lab import keeper
 
-    t, imps = labctl.graph_source(a.source, labctl.parse_params(a.param))
+    t, imps = keeper.graph_source(a.source, keeper.parse_params(a.param))
     text = graph.to_mermaid(t, imps) if a.format == "mermaid" else graph.to_dot(t, imps)
     data = graph.render(text, a.format) if a.format in ("svg", "png", "pdf") else text.encode()
     if a.out:
@@ -139,25 +137,25 @@ def _not_over_hosts(what: str) -> None:
 
 
 def cmd_capture(a: argparse.Namespace) -> int:
-    from . import labctl
+    from .lab import keeper
 
     need_root("capture")
     _not_over_hosts("capture")
-    return labctl.capture(a.link, a.write, a.count, a.seconds, a.filter.split())
+    return keeper.capture(a.link, a.write, a.count, a.seconds, a.filter.split())
 
 
 def cmd_impair(a: argparse.Namespace) -> int:
-    from . import labctl
+    from .lab import keeper
 
     _not_over_hosts("impair")
     if a.action == "clear":
-        ans = labctl.request("impair", link=list(a.link), direction=a.direction, clear=True)
+        ans = keeper.request("impair", link=list(a.link), direction=a.direction, clear=True)
     else:
         fields = ("rate", "delay", "jitter", "loss", "duplicate", "reorder", "corrupt")
-        given = labctl.impairment_args({k: getattr(a, k) for k in fields})
+        given = keeper.impairment_args({k: getattr(a, k) for k in fields})
         if not given:
             raise SystemExit("protolab impair set: give at least one of --rate --delay --jitter --loss ...")
-        ans = labctl.request("impair", link=list(a.link), direction=a.direction, at=a.at, set=given)
+        ans = keeper.request("impair", link=list(a.link), direction=a.direction, at=a.at, set=given)
     a_, b_ = a.link
     for i in ans["configured"]:
         if {i["from"], i["to"]} == {a_, b_}:
@@ -166,8 +164,7 @@ def cmd_impair(a: argparse.Namespace) -> int:
 
 
 def cmd_check(a: argparse.Namespace) -> int:
-    from . import labctl
-    from .lab import supervise
+    from .lab import keeper, supervise
 
     if (multi := supervise.load_supervised()) is not None:
         results = supervise.recheck(multi)
@@ -175,20 +172,20 @@ def cmd_check(a: argparse.Namespace) -> int:
             print("no impaired direction crosses a stitch: nothing to check")
         return 0 if all(r["passed"] for r in results) else 3
 
-    ans = labctl.request("check", family=6 if a.family == "ipv6" else 4)
+    ans = keeper.request("check", family=6 if a.family == "ipv6" else 4)
     for line in ans["lines"] or ["no impaired direction to check (`protolab impair set` adds one)"]:
         print(line)
     return 0 if ans["passed"] else 3
 
 
 def cmd_place(a: argparse.Namespace) -> int:
-    from . import labctl
+    from .lab import keeper
     from .testbed import placement
 
     inv = placement.load_inventory(a.inventory or placement.DEFAULT_INVENTORY)
     p = None
     if a.source:
-        t, _ = labctl.graph_source(a.source, labctl.parse_params(a.param))
+        t, _ = keeper.graph_source(a.source, keeper.parse_params(a.param))
         p = placement.place(t, inv)
     if a.format == "json":
         hosts = [h.model_dump() for h in inv.hosts]

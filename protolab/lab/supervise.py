@@ -2,7 +2,7 @@
 a,b`, then `inspect`, `exec`, `check` and `destroy` beside it.
 
 A supervisor process holds it: it takes this machine's lab lock (so no run, deploy or clean interleaves), starts
-emulated hosts when asked (their engines and namespaces in its ledger), deploys the parts (protolab.multilab),
+emulated hosts when asked (their engines and namespaces in its ledger), deploys the parts (protolab.lab.parts),
 checks the stitches (protolab.lab.testbed.check_stitches), writes multilab.json and waits; SIGTERM (`protolab
 destroy`) tears the parts down, then the emulated hosts.
 """
@@ -18,10 +18,13 @@ import time
 from pathlib import Path
 from typing import Any
 
-from .. import labctl, naming
+from .. import naming
 from ..errors import LabError, ProtolabError
 from ..jsonio import write_json
-from ..multilab import (
+from ..testbed import placement
+from ..topo import Topology
+from . import keeper
+from .parts import (
     READY_TIMEOUT,
     MultiLab,
     Part,
@@ -31,8 +34,6 @@ from ..multilab import (
     supervisor_state,
     whole_topology,  # fmt: skip
 )
-from ..testbed import placement
-from ..topo import Topology
 from .testbed import check_stitches
 
 
@@ -72,8 +73,8 @@ def supervise(request: dict[str, Any]) -> int:
     lab: MultiLab | None = None
     failures: list[str] = []
     try:
-        req = labctl.Request(request["source"], request.get("params") or {}, request.get("node_filter") or [])
-        p = labctl.prepare(req)
+        req = keeper.Request(request["source"], request.get("params") or {}, request.get("node_filter") or [])
+        p = keeper.prepare(req)
         whole = whole_topology(p)
         inventory_path = Path(request["inventory"]) if request.get("inventory") else None
         emulated = request.get("emulate") or []
@@ -121,22 +122,22 @@ def start_supervised(request: dict[str, Any], out: Any = sys.stderr) -> dict[str
     """`protolab deploy ... --inventory/--emulate-hosts`: start the supervisor, follow its log until READY."""
     if (st := load_supervised()) is not None:
         raise LabError(f"lab {st['name']} over {', '.join(st['parts'])} is deployed already: `protolab destroy` first")
-    if labctl.load_state() is not None:
+    if keeper.load_state() is not None:
         raise LabError("a lab is deployed on this machine already: `protolab destroy` first")
-    whole_topology(labctl.prepare(labctl.Request(request["source"], request.get("params") or {},
+    whole_topology(keeper.prepare(keeper.Request(request["source"], request.get("params") or {},
                                                  request.get("node_filter") or [])))  # fmt: skip
     if request.get("inventory"):
         placement.load_inventory(request["inventory"])  # a broken inventory fails here, before anything starts
     state_root().mkdir(parents=True, exist_ok=True)
-    proc = labctl.spawn_logged([sys.executable, "-m", "protolab.lab.supervise", json.dumps(request)], supervisor_log())
+    proc = keeper.spawn_logged([sys.executable, "-m", "protolab.lab.supervise", json.dumps(request)], supervisor_log())
 
     def echo(_: str, line: str) -> None:
         if line not in ("READY", "DONE") and not line.startswith("FAILED"):
             print(f"  {line}", file=out, flush=True)
 
     try:
-        labctl.await_ready({"supervisor": (proc, supervisor_log())}, READY_TIMEOUT + 120, echo=echo)
-    except labctl.NotReadyError as e:
+        keeper.await_ready({"supervisor": (proc, supervisor_log())}, READY_TIMEOUT + 120, echo=echo)
+    except keeper.NotReadyError as e:
         if e.returncode is None:
             proc.terminate()
             raise LabError(f"deploy over several hosts took too long; stopped (log: {supervisor_log()})") from None
@@ -194,8 +195,8 @@ def _part_of(host: str, part: dict[str, Any]) -> Part:
 def recheck(st: dict[str, Any], log: Any = print) -> list[dict[str, Any]]:
     """`protolab check` of a lab over several hosts: the self-check across its stitched links again, recorded in
     its state."""
-    req = labctl.Request(st["source"], st.get("params") or {}, st.get("node_filter") or [])
-    results = check_stitches(attach(st), whole_topology(labctl.prepare(req)), log=log)
+    req = keeper.Request(st["source"], st.get("params") or {}, st.get("node_filter") or [])
+    results = check_stitches(attach(st), whole_topology(keeper.prepare(req)), log=log)
     fresh = load_supervised()
     if fresh is not None and fresh.get("run") == st.get("run"):
         fresh["checks"] = results
@@ -239,7 +240,7 @@ def supervised_text(st: dict[str, Any]) -> str:
         lines.append(f"  clock of {host}: {what}")
     for host, part in st["parts"].items():
         sub = _part_of(host, part).load_state()
-        lines += ["", f"== {host} ==", labctl.inspect_text(sub) if sub else "(its keeper is not running)"]
+        lines += ["", f"== {host} ==", keeper.inspect_text(sub) if sub else "(its keeper is not running)"]
     return "\n".join(lines)
 
 

@@ -2,7 +2,7 @@
 single-machine Lab does: `protolab run NAME --emulate-hosts a,b | --inventory FILE`, and the self-check across
 the stitches of `protolab deploy ... --emulate-hosts`.
 
-protolab.multilab deploys the parts (one keeper per host). TestbedLab is composed of what it deployed and reads:
+protolab.lab.parts deploys the parts (one keeper per host). TestbedLab is composed of what it deployed and reads:
 
 - `parts`: the MultiLab (each host's part and its keeper); commands in a node go through its host's engine;
 - `states`: each keeper's state, read once the parts are up (nodes, link rows, shaped interfaces, what applied);
@@ -19,7 +19,7 @@ What a run adds to a deploy (hosts given):
   over SSH) share its cores, so the one guard here is theirs, and it counts every such part's nodes, keepers,
   engines and Prometheus as the lab's CPU, not as foreign load; a host with a kernel of its own is guarded there,
   by its keeper (host_guards()).
-- timings: placement, the stitches' underlay round trips and the hosts' clock offsets (multilab.deploy), for the
+- timings: placement, the stitches' underlay round trips and the hosts' clock offsets (lab.parts.deploy), for the
   manifest; a one-way delay between two hosts carries the sum of their clock uncertainties (clock_note()).
 """
 
@@ -32,12 +32,13 @@ import time
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from .. import multilab
 from ..errors import LabError, ProtolabError
 from ..model.impairment import Impairment
 from ..testbed import federation, placement
 from ..topo import Topology, v6_address
 from .impair import Endpoint
+from .parts import MultiLab, docker_client
+from .parts import deploy as deploy_parts
 
 if TYPE_CHECKING:
     from .. import ownership
@@ -65,7 +66,7 @@ class TestbedLinks:
 
     __test__ = False  # not a pytest class, for all its name
 
-    def __init__(self, parts: multilab.MultiLab, topology: Topology, states: dict[str, dict[str, Any]]) -> None:
+    def __init__(self, parts: MultiLab, topology: Topology, states: dict[str, dict[str, Any]]) -> None:
         from .linkstate import wanted_settings
 
         self.parts, self.states = parts, states
@@ -141,7 +142,7 @@ class TestbedLinks:
 class _LazyContainer:
     """A node's container on its host's engine, looked up on first use (a run asks for few of them)."""
 
-    def __init__(self, parts: multilab.MultiLab, node: str) -> None:
+    def __init__(self, parts: MultiLab, node: str) -> None:
         self._parts, self._node = parts, node
         self._c: Any = None
 
@@ -176,25 +177,25 @@ class TestbedLab:
         self.actions: list[str] = []
         self.timings: dict[str, Any] = {}
         self.teardown_failures: list[str] = []
-        self.parts: multilab.MultiLab | None = None
+        self.parts: MultiLab | None = None
         self.states: dict[str, dict[str, Any]] = {}
         self.links: TestbedLinks | None = None
         self.receive_cpu = _ReceiveCpu(self.states)
 
     @classmethod
-    def over(cls, parts: multilab.MultiLab, topology: Topology) -> TestbedLab:
+    def over(cls, parts: MultiLab, topology: Topology) -> TestbedLab:
         """The lab of parts deployed already (their keepers' states read now)."""
         lab = cls(topology)
         lab._attach(parts)
         return lab
 
-    def _attach(self, parts: multilab.MultiLab) -> None:
+    def _attach(self, parts: MultiLab) -> None:
         self.parts = parts
         self.states.clear()
         self.states |= {name: part.load_state() or {} for name, part in parts.parts.items()}
         self.links = TestbedLinks(parts, self.topology, self.states)
 
-    def _deployed(self) -> multilab.MultiLab:
+    def _deployed(self) -> MultiLab:
         if self.parts is None:
             raise LabError("the lab over testbed hosts is not deployed")
         return self.parts
@@ -202,7 +203,7 @@ class TestbedLab:
     # -- life cycle ---------------------------------------------------------------------------------------------
     def deploy(self) -> None:
         t0 = time.monotonic()
-        self._attach(multilab.deploy(self.topology, self._hosts().inventory, out=sys.stdout, ledger=self.ledger))
+        self._attach(deploy_parts(self.topology, self._hosts().inventory, out=sys.stdout, ledger=self.ledger))
         parts = self._deployed()
         placed = {k: v for k, v in parts.state().items() if k != "hosts"}  # placement, underlay, clocks
         self.timings = {"deploy_seconds": time.monotonic() - t0, "testbed": placed}
@@ -430,7 +431,7 @@ class TestbedLab:
             if not part.local or name not in self.hosts.proms:
                 continue
             try:
-                c = multilab.docker_client(reach.engine(part.host)).containers.get(self.hosts.proms[name].container)
+                c = docker_client(reach.engine(part.host)).containers.get(self.hosts.proms[name].container)
                 out.append(int(c.attrs["State"]["Pid"]))
             except Exception:  # noqa: BLE001 (a missing one is not the lab's CPU: nothing to count)
                 continue
@@ -467,7 +468,7 @@ class TestbedLab:
             p.write_targets([])
 
 
-def check_stitches(parts: multilab.MultiLab, topology: Topology, log: Any = print) -> list[dict[str, Any]]:
+def check_stitches(parts: MultiLab, topology: Topology, log: Any = print) -> list[dict[str, Any]]:
     """protolab.lab.selfcheck across every impaired direction of a stitched link, before any workload: a probe pair
     whose path crosses it (end to end through both hosts' shapers and the tunnel), RTT over the path's own base
     (its delays set to 1 us through the keepers, then put back), loss, and the rate at the shaping interface,

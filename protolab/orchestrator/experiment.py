@@ -22,11 +22,11 @@ import time
 from pathlib import Path
 from typing import Any
 
-from .. import calibration, engine, environment, kernelstate, monitor, multilab, naming, ownership
+from .. import calibration, engine, environment, kernelstate, monitor, naming, ownership
 from ..errors import EXIT_INTERRUPTED, EXIT_INVALID, EXIT_OK, ImageError, LabError, ProtolabError
 from ..exporter import FaultExporter
 from ..killpoint import killpoint
-from ..lab import Lab, guard, impair, quiesce, selfcheck
+from ..lab import Lab, guard, impair, parts, quiesce, selfcheck
 from ..lab.api import RunningLab
 from ..lab.testbed import TestbedLab
 from ..live import LiveView, http_query, progress_line
@@ -364,7 +364,7 @@ class ExperimentRun:
         images, cpus, commands = node_settings(topology, ex.nodes)
         lab: Lab | TestbedLab
         if self.hosts is not None:
-            whole = multilab.whole(topology, images, cpus, commands, topology.impairments + ex.impairments)
+            whole = parts.whole(topology, images, cpus, commands, topology.impairments + ex.impairments)
             lab = TestbedLab(whole, self.hosts, self.rundir.run_id, ledger=self.ledger.scoped(scope))
         else:
             lab = Lab(topology, self.rundir.run_id, images, cpus, commands=commands,

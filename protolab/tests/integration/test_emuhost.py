@@ -103,7 +103,7 @@ def test_an_emulated_host_reached_over_ssh_as_a_remote_one_is(tmp_path: Path, no
     address, login, key and host key (no namespace), and protolab.testbed.reach reaches it over one kept-open SSH
     session, through this machine's control link into the underlay. Its commands run in its own namespace, its
     sessions' docker talks to its own engine, and the clock probe works through the session."""
-    from protolab import multilab
+    from protolab.lab import parts
     from protolab.testbed import reach
 
     ledger = ownership.Ledger(f"itest-emussh-{os.getpid()}")
@@ -119,9 +119,9 @@ def test_an_emulated_host_reached_over_ssh_as_a_remote_one_is(tmp_path: Path, no
             out = subprocess.run(reach.command(h, ["docker", "info", "--format", "{{.DockerRootDir}}"]),
                                  capture_output=True, text=True, timeout=60)  # fmt: skip
             assert out.stdout.strip() == str(eh.data_root), out.stdout + out.stderr
-        lab = multilab.MultiLab(placement.Placement(inv.source, {}, []))
-        lab.parts = {h.name: multilab.Part(h, None, tmp_path / h.name) for h in inv.hosts}  # type: ignore[arg-type]
-        multilab.measure_clocks(lab, inv)
+        lab = parts.MultiLab(placement.Placement(inv.source, {}, []))
+        lab.parts = {h.name: parts.Part(h, None, tmp_path / h.name) for h in inv.hosts}  # type: ignore[arg-type]
+        parts.measure_clocks(lab, inv)
         print(f"\nclocks over SSH: {lab.clocks}")
         for c in lab.clocks.values():  # one kernel's clock: the estimate within its own bound
             assert abs(c["offset_seconds"]) <= c["uncertainty_seconds"] < 0.5, c

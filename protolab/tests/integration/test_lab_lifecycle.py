@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from protolab import labctl
+from protolab.lab import keeper
 
 TOPOLOGY = """
 name: twosites
@@ -101,7 +101,7 @@ def test_deploy_exec_impair_check_inspect_graph_capture_destroy(topology_file, t
     finally:
         down = protolab("destroy")
     assert down.returncode == 0, down.stdout + down.stderr
-    assert labctl.load_state() is None
+    assert keeper.load_state() is None
     gone = protolab("exec", "h1", "--", "true")
     assert gone.returncode != 0 and "no lab is deployed" in gone.stderr
 

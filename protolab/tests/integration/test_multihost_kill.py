@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from protolab import multilab
+from protolab.lab import parts
 from protolab.testbed import emulation, federation
 
 pytestmark = pytest.mark.integration
@@ -48,11 +48,13 @@ def inventory() -> list[str]:
             args = Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
         except OSError:
             continue
-        if any(k in args for k in ("protolab.labctl", "/run/protolab-hosts/ssh", "/run/protolab-emu", "protolab-emu")):
+        if any(
+            k in args for k in ("protolab.lab.keeper", "/run/protolab-hosts/ssh", "/run/protolab-emu", "protolab-emu")
+        ):
             found.append(f"process {pid}: {args[:160]}")
     mounts = Path("/proc/mounts").read_text().splitlines()
     found += [f"mount {m.split()[1]}" for m in mounts if "protolab-emu" in m or "plab-emu" in m]
-    roots = (multilab.STATE_ROOT, multilab.REMOTE_STATE_ROOT, federation.REMOTE_ROOT, emulation.STATE)
+    roots = (parts.STATE_ROOT, parts.REMOTE_STATE_ROOT, federation.REMOTE_ROOT, emulation.STATE)
     found += [f"folder {d}" for d in roots if d.exists()]
     return found
 

@@ -1,6 +1,6 @@
 """A lab over two testbed hosts emulated on one machine (issue 18, item 5): the shipped triangle placed with its
 hub LAN (h1, h2, r1) on one host and r2, h3 on the other, each part deployed by a lab keeper of its own on its
-host's Docker engine (protolab.multilab), the r1-r2 link stitched by VXLAN. h1 reaches h3 through r1, the tunnel
+host's Docker engine (protolab.lab.parts), the r1-r2 link stitched by VXLAN. h1 reaches h3 through r1, the tunnel
 and r2 with the routes computed for the whole topology; destroying the lab and sweeping the emulated hosts
 leaves nothing on the machine."""
 
@@ -14,7 +14,8 @@ from pathlib import Path
 import psutil
 import pytest
 
-from protolab import cleanup, dashboards, images, labctl, monitor, multilab, ownership, topofile
+from protolab import cleanup, dashboards, images, monitor, ownership, topofile
+from protolab.lab import keeper, parts
 from protolab.lab.testbed import TestbedLab
 from protolab.model.impairment import Impairment
 from protolab.testbed import emulation, placement
@@ -23,14 +24,14 @@ pytestmark = pytest.mark.integration
 
 
 def test_the_triangle_over_two_emulated_hosts(tmp_path: Path, no_leftovers):
-    ledger = ownership.Ledger(f"itest-multilab-{os.getpid()}")
+    ledger = ownership.Ledger(f"itest-parts-{os.getpid()}")
     lab = None
     try:
         hosts = emulation.start(["host_a", "host_b"], ledger)
         emulation.load_image(hosts, images.NAMES["node"])
         inv = placement.load_inventory(emulation.write_inventory(hosts, tmp_path / "inv.yml", cpus=4))
         t = topofile.load(topofile.find("triangle"))
-        lab = multilab.deploy(t, inv)
+        lab = parts.deploy(t, inv)
         where = lab.placement.node_host
         assert where["h1"] == where["r1"] == "host_a" and where["h3"] == where["r2"] == "host_b", where
         h3 = next(lk.ip2 for lk in t.links if {lk.node1, lk.node2} == {"r2", "h3"}).split("/")[0]
@@ -77,7 +78,7 @@ def test_the_triangle_over_two_emulated_hosts(tmp_path: Path, no_leftovers):
         assert view.unshaped() and view.nodes["h3"].container.name == "plab-h3"
         for part in lab.parts.values():
             with part.env():
-                assert labctl.load_state()["cut"] == []
+                assert keeper.load_state()["cut"] == []
         # each keeper watches the helpers it runs: one of host_b's link emulators SIGKILLed is named, with its host
         since = time.monotonic()
         assert view.keepers_helpers_down(since) == []
@@ -138,7 +139,7 @@ def test_a_lab_over_two_emulated_hosts_from_the_command_line(no_leftovers):
         down = protolab("destroy")
     assert down.returncode == 0, down.stdout + down.stderr
     assert "destroyed lab triangle" in down.stdout
-    assert not multilab.supervisor_state().exists()
+    assert not parts.supervisor_state().exists()
 
 
 @pytest.mark.parametrize("over_ssh", [False, True], ids=["namespaces", "over-ssh"])
@@ -243,8 +244,8 @@ def test_a_lab_over_two_hosts_reached_over_ssh(no_leftovers):
         t = topofile.load(topofile.find("triangle"))
         h3 = next(lk.ip2 for lk in t.links if {lk.node1, lk.node2} == {"r2", "h3"}).split("/")[0]
         _ping_across(protolab, h3)
-        assert Path(multilab.REMOTE_STATE_ROOT / "ssh_b" / "lab.json").exists()  # the keeper's own state, "there"
+        assert Path(parts.REMOTE_STATE_ROOT / "ssh_b" / "lab.json").exists()  # the keeper's own state, "there"
     finally:
         down = protolab("destroy")
     assert down.returncode == 0, down.stdout + down.stderr
-    assert not multilab.REMOTE_STATE_ROOT.exists()
+    assert not parts.REMOTE_STATE_ROOT.exists()

@@ -11,8 +11,7 @@ from types import SimpleNamespace
 
 import pytest
 
-from protolab import multilab
-from protolab.lab import rxcpu
+from protolab.lab import parts, rxcpu
 from protolab.testbed import federation, placement, reach
 from protolab.workloads import dis_runner, spims_agent, transfer_runner
 
@@ -50,16 +49,16 @@ def test_the_remote_clean_passes_its_directory_and_python_as_arguments(tmp_path,
     fake_python = tmp_path / "py"  # stands for protolab's Python: records the arguments it was given
     fake_python.write_text(f'#!/bin/sh\nprintf "%s\\n" "$@" > {shlex.quote(str(log))}\n')
     fake_python.chmod(0o755)
-    p = _sh(multilab.CLEAN_REMOTE_SCRIPT, str(d), str(fake_python), str(tmp_path / "root"))
+    p = _sh(parts.CLEAN_REMOTE_SCRIPT, str(d), str(fake_python), str(tmp_path / "root"))
     assert p.returncode == 0, p.stderr
-    assert log.read_text().splitlines() == ["-m", "protolab.multilab", "--clean-part", str(d)]
+    assert log.read_text().splitlines() == ["-m", "protolab.lab.parts", "--clean-part", str(d)]
     assert not canary.exists()
 
 
 def test_the_remote_clean_reports_a_failure_instead_of_swallowing_it(tmp_path):
     (tmp_path / "d").mkdir()
-    assert _sh(multilab.CLEAN_REMOTE_SCRIPT, str(tmp_path / "d"), "/bin/false", str(tmp_path)).returncode != 0
-    assert _sh(multilab.CLEAN_REMOTE_SCRIPT, str(tmp_path / "gone"), "/bin/false", str(tmp_path)).returncode == 0
+    assert _sh(parts.CLEAN_REMOTE_SCRIPT, str(tmp_path / "d"), "/bin/false", str(tmp_path)).returncode != 0
+    assert _sh(parts.CLEAN_REMOTE_SCRIPT, str(tmp_path / "gone"), "/bin/false", str(tmp_path)).returncode == 0
 
 
 @pytest.mark.parametrize("marker", ["ok-s1.p1.r1", "x$(id)`id`", "a;b|c&d"])
@@ -130,34 +129,34 @@ def test_interfaces_reach_the_sysfs_scripts_as_arguments_not_as_code():
 
 def test_a_remote_keeper_and_its_client_are_argv_the_remote_shell_splits_back(tmp_path):
     far = placement.TestbedHost(name="far", address="192.0.2.11", underlay="192.0.2.11", python="/opt/plab/bin/python")
-    part = multilab.Part(far, multilab.Topology("t"), tmp_path)
-    req = multilab.labctl.Request(source="t@far", part={"note": "$(id); `id`"})
-    argv = multilab._keeper_cmd(part, req)
+    part = parts.Part(far, parts.Topology("t"), tmp_path)
+    req = parts.keeper.Request(source="t@far", part={"note": "$(id); `id`"})
+    argv = parts._keeper_cmd(part, req)
     words = shlex.split(argv[-1])
     assert argv[argv.index("--") - 1] == "root@192.0.2.11" and words[words.index("-m") - 1] == "/opt/plab/bin/python"
     assert json.loads(words[-1])["part"] == {"note": "$(id); `id`"}
-    assert words[words.index("-c") + 1] == multilab.SYSFS  # the one script; the rest are its arguments
+    assert words[words.index("-c") + 1] == parts.SYSFS  # the one script; the rest are its arguments
 
 
 def test_a_second_instance_scopes_its_keepers_state_and_tells_a_remote_keeper_its_id(monkeypatch, tmp_path):
     """Two instances side by side over SSH: each keeper there names containers as its own instance does, and the
     state folders on either end are the instance's own, so `clean` of one never reaches the other's."""
     far = placement.TestbedHost(name="far", address="192.0.2.11", underlay="192.0.2.11")
-    req = multilab.labctl.Request(source="t@far", part={})
+    req = parts.keeper.Request(source="t@far", part={})
     monkeypatch.delenv("PROTOLAB_INSTANCE", raising=False)
-    part = multilab.Part(far, multilab.Topology("t"), tmp_path)
-    assert "PROTOLAB_INSTANCE=" in shlex.split(multilab._keeper_cmd(part, req)[-1])  # the default: "" said
-    assert multilab.state_root() == multilab.STATE_ROOT and federation.remote_root() == federation.REMOTE_ROOT
+    part = parts.Part(far, parts.Topology("t"), tmp_path)
+    assert "PROTOLAB_INSTANCE=" in shlex.split(parts._keeper_cmd(part, req)[-1])  # the default: "" said
+    assert parts.state_root() == parts.STATE_ROOT and federation.remote_root() == federation.REMOTE_ROOT
     monkeypatch.setenv("PROTOLAB_INSTANCE", "3fa9c2")
-    assert str(multilab.state_root()) == "/run/protolab-hosts-3fa9c2"
+    assert str(parts.state_root()) == "/run/protolab-hosts-3fa9c2"
     assert str(part.remote_dir) == "/run/protolab-keepers-3fa9c2/far"
     assert str(federation.remote_root()) == "/run/protolab-hostmon-3fa9c2"
-    words = shlex.split(multilab._keeper_cmd(part, req)[-1])
+    words = shlex.split(parts._keeper_cmd(part, req)[-1])
     assert "PROTOLAB_INSTANCE=3fa9c2" in words and "PROTOLAB_STATE_DIR=/run/protolab-keepers-3fa9c2/far" in words
     calls = []
     done = SimpleNamespace(returncode=0, stdout="", stderr="")
     monkeypatch.setattr(subprocess, "run", lambda argv, **kw: calls.append(argv) or done)
-    multilab._clean_remote(far)
+    parts._clean_remote(far)
     words = shlex.split(calls[0][-1])
     assert words[:2] == ["env", "PROTOLAB_INSTANCE=3fa9c2"] and words[-1] == "/run/protolab-keepers-3fa9c2"
 
@@ -219,12 +218,12 @@ def test_clean_removes_a_remote_prometheus_over_a_live_session_and_reports_one_i
 def test_clean_says_a_part_whose_host_record_does_not_read_may_have_left_a_keeper(tmp_path, monkeypatch):
     from protolab import ownership
 
-    monkeypatch.setattr(multilab, "STATE_ROOT", tmp_path / "hosts")
+    monkeypatch.setattr(parts, "STATE_ROOT", tmp_path / "hosts")
     monkeypatch.setattr(reach, "CONTROL_DIR", tmp_path / "hosts" / "ssh")
     monkeypatch.setattr(ownership, "ledgers", lambda: [])
-    d = multilab.STATE_ROOT / "far"
+    d = parts.STATE_ROOT / "far"
     d.mkdir(parents=True)
     (d / "part.json").write_text(json.dumps({"name": "far", "address": "192.0.2.11", "user": "-oProxyCommand=x"}))
     failures: list[str] = []
-    multilab.clean_parts(failures)
+    parts.clean_parts(failures)
     assert len(failures) == 1 and "lab part far" in failures[0] and "a keeper may be left there" in failures[0]

@@ -158,24 +158,24 @@ def test_prometheus_not_answering_is_said():
 def test_a_lab_over_hosts_asks_each_keeper_for_its_own_watch_and_says_one_that_does_not_answer(tmp_path, fast):
     """A keeper's link emulators are its own process's helpers: the run asks each keeper (`helpers`, `ago`
     seconds back, its own clock), and a keeper that does not answer is a reason too."""
-    from protolab import labctl
     from protolab.errors import LabError
+    from protolab.lab import keeper
     from protolab.lab.testbed import TestbedLab
     from protolab.topo import Topology
 
-    keeper = labctl.Keeper(labctl.Request(source="t"))
+    kp = keeper.Keeper(keeper.Request(source="t"))
     h = Fake(tmp_path, "r2")
     since = time.monotonic()
     os.kill(h.proc.pid, signal.SIGKILL)
     _wait_for(lambda: any("ended" in r for r in fast.reasons(since)))
-    answer = keeper.handle({"op": "helpers", "ago": time.monotonic() - since + 0.5})
+    answer = kp.handle({"op": "helpers", "ago": time.monotonic() - since + 0.5})
     assert answer["ok"] and any("fake r2" in r and "ended" in r for r in answer["reasons"]), answer
-    assert keeper.handle({"op": "helpers", "ago": float("nan")})["ok"] is False
+    assert kp.handle({"op": "helpers", "ago": float("nan")})["ok"] is False
 
     def refuse(op, **args):
         raise LabError("helpers: the lab keeper does not answer")
 
-    parts = {"host_a": SimpleNamespace(request=lambda op, **args: keeper.handle({"op": op, **args})),
+    parts = {"host_a": SimpleNamespace(request=lambda op, **args: kp.handle({"op": op, **args})),
              "host_b": SimpleNamespace(request=refuse)}  # fmt: skip
     view = TestbedLab(Topology("empty"))
     view.parts = SimpleNamespace(parts=parts)  # type: ignore[assignment]

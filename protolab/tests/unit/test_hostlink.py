@@ -66,10 +66,10 @@ def test_a_keepers_client_on_its_host_answers_in_json(tmp_path, monkeypatch, cap
     (a refusal comes back as an answer, not as a traceback)."""
     import json
 
-    from protolab import labctl
+    from protolab.lab import keeper
 
     monkeypatch.setenv("PROTOLAB_STATE_DIR", str(tmp_path))
-    assert labctl.client_main(["--state"]) == 0 and json.loads(capsys.readouterr().out) is None
-    assert labctl.client_main(["--client", json.dumps({"op": "links", "method": "restore"})]) == 0
+    assert keeper.client_main(["--state"]) == 0 and json.loads(capsys.readouterr().out) is None
+    assert keeper.client_main(["--client", json.dumps({"op": "links", "method": "restore"})]) == 0
     answer = json.loads(capsys.readouterr().out)
     assert answer["ok"] is False and "no lab is deployed" in answer["error"]

@@ -100,6 +100,6 @@ def test_the_runners_view_is_part_of_the_contract():
 
 def test_the_contract_loads_no_lab():
     code = "import sys, protolab.lab.api\nprint(sorted(m for m in sys.modules if m in ('protolab.lab.local', "
-    code += "'docker', 'protolab.lab.linkstate', 'protolab.lab.testbed', 'protolab.multilab')))"
+    code += "'docker', 'protolab.lab.linkstate', 'protolab.lab.testbed', 'protolab.lab.parts')))"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
     assert out.strip() == "[]"

@@ -11,11 +11,11 @@ import sys
 
 import pytest
 
-LAB_SIDE = ["protolab.lab", "protolab.labctl", "protolab.multilab", "protolab.testbed.hosts", "protolab.lab.testbed",
-            "protolab.lab.supervise", "protolab.ownership", "protolab.lab.linkstate", "protolab.lab.impair",
-            "protolab.lab.selfcheck", "protolab.jsonio", "protolab.lab.quiesce", "protolab.lab.guard",
-            "protolab.lab.chaos", "protolab.lab.faults", "protolab.testbed.federation", "protolab.testbed.emulation",
-            "protolab.testbed.reach", "protolab.testbed.placement"]  # fmt: skip
+LAB_SIDE = ["protolab.lab", "protolab.lab.keeper", "protolab.lab.parts", "protolab.testbed.hosts",
+            "protolab.lab.testbed", "protolab.lab.supervise", "protolab.ownership", "protolab.lab.linkstate",
+            "protolab.lab.impair", "protolab.lab.selfcheck", "protolab.jsonio", "protolab.lab.quiesce",
+            "protolab.lab.guard", "protolab.lab.chaos", "protolab.lab.faults", "protolab.testbed.federation",
+            "protolab.testbed.emulation", "protolab.testbed.reach", "protolab.testbed.placement"]  # fmt: skip
 HEAVY = ("protolab.results", "matplotlib", "jinja2")
 
 

@@ -9,8 +9,9 @@ from types import SimpleNamespace
 
 import pytest
 
-from protolab import labctl, topofile
+from protolab import topofile
 from protolab.errors import LabError, SpecError
+from protolab.lab import keeper
 from protolab.lab.impair import Backend, Endpoint
 from protolab.lab.linkstate import LinkState
 
@@ -18,36 +19,36 @@ from protolab.lab.linkstate import LinkState
 def test_prepare_takes_a_file_a_topology_name_a_generator_or_an_experiment(tmp_path):
     f = tmp_path / "two.yaml"
     f.write_text("nodes: {a: {}, b: {cpus: 0.25}}\nlinks: [{endpoints: [a, b], rate: 10Mbit}]\n")
-    p = labctl.prepare(labctl.Request(str(f)))
+    p = keeper.prepare(keeper.Request(str(f)))
     assert [h.name for h in p.topology.hosts] == ["a", "b"] and p.cpus == {"a": None, "b": 0.25}
-    assert labctl.prepare(labctl.Request("triangle")).topology.host("r1").forwarding
-    sw = labctl.prepare(labctl.Request("switched", {"hosts": 3}))
+    assert keeper.prepare(keeper.Request("triangle")).topology.host("r1").forwarding
+    sw = keeper.prepare(keeper.Request("switched", {"hosts": 3}))
     assert [h.name for h in sw.topology.hosts] == ["h1", "h2", "h3"]
-    ex = labctl.prepare(labctl.Request("link-fidelity"))  # an experiment: its topology and impairments
+    ex = keeper.prepare(keeper.Request("link-fidelity"))  # an experiment: its topology and impairments
     assert ex.impairments and ex.topology.kind == "switched"
     with pytest.raises(SpecError, match="not a topology file, topology or experiment"):
-        labctl.prepare(labctl.Request("no-such-thing"))
+        keeper.prepare(keeper.Request("no-such-thing"))
     with pytest.raises(SpecError, match="takes no --param"):
-        labctl.prepare(labctl.Request(str(f), {"hosts": 3}))
+        keeper.prepare(keeper.Request(str(f), {"hosts": 3}))
 
 
 def test_a_node_filter_keeps_its_nodes_their_bridges_links_and_impairments():
-    p = labctl.prepare(labctl.Request("triangle", node_filter=["h1", "r*"]))
+    p = keeper.prepare(keeper.Request("triangle", node_filter=["h1", "r*"]))
     assert sorted(h.name for h in p.topology.hosts) == ["h1", "r1", "r2"]
     assert sorted((lk.node1, lk.node2) for lk in p.topology.links) == [("h1", "lan"), ("r1", "lan"), ("r1", "r2")]
     assert {i.link for i in p.impairments} == {("r1", "r2")}
-    no_r = labctl.prepare(labctl.Request("triangle", node_filter=["h3"]))
+    no_r = keeper.prepare(keeper.Request("triangle", node_filter=["h3"]))
     assert [h.name for h in no_r.topology.hosts] == ["h3"] and no_r.topology.links == [] and not no_r.impairments
     with pytest.raises(SpecError, match="--node-filter x9 matches no node of triangle"):
-        labctl.prepare(labctl.Request("triangle", node_filter=["h1", "x9"]))
+        keeper.prepare(keeper.Request("triangle", node_filter=["h1", "x9"]))
 
 
 @pytest.mark.parametrize(
     "nodes", [["h3"], ["h1", "h2"], ["h1", "r1"], ["r2", "h3"], ["h*"], ["r*"], ["h1", "r1", "r2"]]
 )
 def test_a_filtered_topology_passes_the_check_and_keeps_only_routes_with_a_reachable_next_hop(nodes):
-    full = labctl.prepare(labctl.Request("triangle")).topology
-    p = labctl.prepare(labctl.Request("triangle", node_filter=nodes))
+    full = keeper.prepare(keeper.Request("triangle")).topology
+    p = keeper.prepare(keeper.Request("triangle", node_filter=nodes))
     t = p.topology
     assert t.problems() == []  # the check every topology passes before Lab builds it
     for h in t.hosts:  # what Lab's route check needs: each gateway on one of the node's subnets, a kept node's
@@ -62,12 +63,12 @@ def test_a_filtered_topology_passes_the_check_and_keeps_only_routes_with_a_reach
 
 
 def test_h3_alone_loses_its_routes_through_r2_and_deploy_says_so():
-    p = labctl.prepare(labctl.Request("triangle", node_filter=["h3"]))
+    p = keeper.prepare(keeper.Request("triangle", node_filter=["h3"]))
     assert p.topology.host("h3").routes == []
     why = "r2, whose address it is, is filtered out"
     assert p.notes == [f"h3: route to 10.0.1.0/24 via 10.0.3.1 dropped: {why}",
                        f"h3: route to 10.0.2.0/24 via 10.0.3.1 dropped: {why}"]  # fmt: skip
-    kept = labctl.prepare(labctl.Request("triangle", node_filter=["h1", "r1"]))
+    kept = keeper.prepare(keeper.Request("triangle", node_filter=["h1", "r1"]))
     assert kept.topology.host("h1").routes == [("10.0.2.0/24", "10.0.1.3"), ("10.0.3.0/24", "10.0.1.3")]
 
 
@@ -75,10 +76,10 @@ def test_a_node_filter_keeps_every_other_attribute_of_the_topology(tmp_path):
     f = tmp_path / "v4.yaml"
     f.write_text("name: v4only\nipv6: false\nnodes: {a: {}, b: {}, c: {}}\n"
                  "segments: [{name: s1, members: [a, b, c]}]\n")  # fmt: skip
-    p = labctl.prepare(labctl.Request(str(f), node_filter=["a", "b"]))
+    p = keeper.prepare(keeper.Request(str(f), node_filter=["a", "b"]))
     assert p.topology.ipv6 is False and p.topology.kind == "v4only" and p.topology.source == str(f)
     assert [h.name for h in p.topology.hosts] == ["a", "b"]
-    spec_off = labctl.prepare(labctl.Request("triangle", node_filter=["h1"]))
+    spec_off = keeper.prepare(keeper.Request("triangle", node_filter=["h1"]))
     assert spec_off.topology.ipv6 is True  # and the default stays on
 
 
@@ -92,22 +93,22 @@ STATE = {
 
 
 def test_a_link_is_named_by_its_nodes_or_a_node_and_interface():
-    assert labctl.link_end(STATE, "s1-h1") == (STATE["links"][0]["ends"][0], 11)  # the container's end
-    assert labctl.link_end(STATE, "r1:r1-eth0") == (STATE["links"][1]["ends"][1], 12)
+    assert keeper.link_end(STATE, "s1-h1") == (STATE["links"][0]["ends"][0], 11)  # the container's end
+    assert keeper.link_end(STATE, "r1:r1-eth0") == (STATE["links"][1]["ends"][1], 12)
     with pytest.raises(LabError, match="no such link in lab t .links: h1-s1, h1-r1"):
-        labctl.link_end(STATE, "h1-h9")
+        keeper.link_end(STATE, "h1-h9")
 
 
 def test_params_and_commands_without_a_lab_say_so(monkeypatch, tmp_path):
-    assert labctl.parse_params(["hosts=4", "rate=10Mbit"]) == {"hosts": 4, "rate": "10Mbit"}
+    assert keeper.parse_params(["hosts=4", "rate=10Mbit"]) == {"hosts": 4, "rate": "10Mbit"}
     with pytest.raises(SpecError, match="KEY=VALUE"):
-        labctl.parse_params(["hosts"])
+        keeper.parse_params(["hosts"])
     monkeypatch.setenv("PROTOLAB_STATE_DIR", str(tmp_path))
-    assert labctl.load_state() is None
+    assert keeper.load_state() is None
     with pytest.raises(LabError, match="h1: no lab is deployed on this machine"):
-        labctl.exec_cmd("h1", ["true"])
+        keeper.exec_cmd("h1", ["true"])
     with pytest.raises(LabError, match="no lab is deployed"):
-        labctl.request("inspect")
+        keeper.request("inspect")
 
 
 class FakeBackend(Backend):
@@ -164,10 +165,10 @@ class FakeLab:
         return {"h1:h1-eth0": ["01:00:5e:01:02:03"]}
 
 
-def _keeper(monkeypatch, tmp_path) -> labctl.Keeper:
+def _keeper(monkeypatch, tmp_path) -> keeper.Keeper:
     monkeypatch.setenv("PROTOLAB_STATE_DIR", str(tmp_path))
-    k = labctl.Keeper(labctl.Request("triangle"))
-    k.lab = FakeLab(labctl.prepare(k.req).topology)
+    k = keeper.Keeper(keeper.Request("triangle"))
+    k.lab = FakeLab(keeper.prepare(k.req).topology)
     k.deployed_at, k.deploy_seconds = "2026-01-01T00:00:00+00:00", 1.0
     return k
 
@@ -187,15 +188,15 @@ def test_impair_set_on_a_link_of_the_lab_changes_it_through_the_backend_and_reco
     assert answer["ok"], answer
     assert [(i["from"], i["to"], i["impairment"]) for i in answer["configured"]] == [("r2", "r1", {"delay": "20ms"})]
     assert k.lab.links.backend.calls == [("r2-y", "r1-x", 0.02)]  # the link is keyed r1-r2: r2 sends from its end
-    assert labctl.load_state()["events"][0]["link"] == ["r2", "r1"]
+    assert keeper.load_state()["events"][0]["link"] == ["r2", "r1"]
 
 
 def test_exec_on_a_node_the_deployed_lab_lacks_names_its_nodes(monkeypatch, tmp_path):
     monkeypatch.setenv("PROTOLAB_STATE_DIR", str(tmp_path))
     (tmp_path / "lab.json").write_text(json.dumps({**STATE, "pid": os.getpid()}))  # a live keeper: this process
-    monkeypatch.setattr(labctl.subprocess, "call", lambda argv: pytest.fail(f"ran {argv}"))
+    monkeypatch.setattr(keeper.subprocess, "call", lambda argv: pytest.fail(f"ran {argv}"))
     with pytest.raises(LabError, match=r"^h9: not a node of the deployed lab t \(its nodes: h1, r1\)$"):
-        labctl.exec_cmd("h9", ["true"])
+        keeper.exec_cmd("h9", ["true"])
 
 
 def test_links_ops_change_what_is_in_force_and_leave_the_configured_alone(monkeypatch, tmp_path):
@@ -242,7 +243,7 @@ def test_nic_sync_brings_the_keeper_s_nic_filters_up_to_the_joins(monkeypatch, t
 # -- await_ready: real processes announcing READY in their logs --------------------------------------------
 def _spawn(tmp_path, name: str, script: str):
     log = tmp_path / f"{name}.log"
-    return labctl.spawn_logged(["sh", "-c", script], log), log
+    return keeper.spawn_logged(["sh", "-c", script], log), log
 
 
 def test_await_ready_waits_for_every_log_and_echoes_new_lines(tmp_path):
@@ -250,7 +251,7 @@ def test_await_ready_waits_for_every_log_and_echoes_new_lines(tmp_path):
              "b": _spawn(tmp_path, "b", "echo two; echo READY; sleep 5")}  # fmt: skip
     seen: list[tuple[str, str]] = []
     try:
-        labctl.await_ready(procs, timeout=20, echo=lambda n, line: seen.append((n, line)))
+        keeper.await_ready(procs, timeout=20, echo=lambda n, line: seen.append((n, line)))
     finally:
         for p, _ in procs.values():
             p.kill()
@@ -261,8 +262,8 @@ def test_await_ready_waits_for_every_log_and_echoes_new_lines(tmp_path):
 def test_await_ready_names_the_process_that_exited_first(tmp_path):
     procs = {"ok": _spawn(tmp_path, "ok", "sleep 5"), "bad": _spawn(tmp_path, "bad", "echo broken here; exit 3")}
     try:
-        with pytest.raises(labctl.NotReadyError) as e:
-            labctl.await_ready(procs, timeout=20)
+        with pytest.raises(keeper.NotReadyError) as e:
+            keeper.await_ready(procs, timeout=20)
     finally:
         procs["ok"][0].kill()
     assert (e.value.name, e.value.returncode, e.value.lines) == ("bad", 3, ["broken here"])
@@ -271,8 +272,8 @@ def test_await_ready_names_the_process_that_exited_first(tmp_path):
 def test_await_ready_times_out_without_stopping_anything(tmp_path):
     proc, log = _spawn(tmp_path, "slow", "sleep 5")
     try:
-        with pytest.raises(labctl.NotReadyError) as e:
-            labctl.await_ready({"slow": (proc, log)}, timeout=0.5)
+        with pytest.raises(keeper.NotReadyError) as e:
+            keeper.await_ready({"slow": (proc, log)}, timeout=0.5)
         assert e.value.returncode is None and "slow not ready after 0.5 s" in str(e.value) and proc.poll() is None
     finally:
         proc.kill()

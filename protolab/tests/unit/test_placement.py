@@ -190,31 +190,31 @@ def test_a_topology_survives_json_as_a_keeper_is_given_it(tmp_path, kind):
 
 def test_a_keeper_starts_in_its_emulated_host_and_a_remote_one_is_refused(tmp_path):
 
-    from protolab import labctl, multilab
+    from protolab.lab import keeper, parts
     from protolab.topo import Topology
 
     inv = _inventory(tmp_path, {"emu": {"protolab_netns": "plab-emu-emu", "protolab_underlay": "10.255.98.2",
                                         "protolab_engine": "unix:///run/e.sock"},
                                 "far": {"ansible_host": "192.0.2.11"}})  # fmt: skip
-    req = labctl.Request(source="t@emu", part=Topology("t").to_json())
-    part = multilab.Part(inv.get("emu"), Topology("t"), tmp_path / "emu")
-    cmd = multilab._keeper_cmd(part, req)
+    req = keeper.Request(source="t@emu", part=Topology("t").to_json())
+    part = parts.Part(inv.get("emu"), Topology("t"), tmp_path / "emu")
+    cmd = parts._keeper_cmd(part, req)
     assert cmd[:2] == ["nsenter", "--net=/run/netns/plab-emu-emu"] and "unshare" in cmd and "--mount" in cmd
-    assert cmd[-3:-1] == ["-m", "protolab.labctl"] and '"part": {"kind": "t"' in cmd[-1]
+    assert cmd[-3:-1] == ["-m", "protolab.lab.keeper"] and '"part": {"kind": "t"' in cmd[-1]
     # a remote host's keeper: over its SSH session, its state directory and engine on the host
-    far = multilab.Part(inv.get("far"), Topology("t"), tmp_path / "far")
-    cmd = multilab._keeper_cmd(far, req)
+    far = parts.Part(inv.get("far"), Topology("t"), tmp_path / "far")
+    cmd = parts._keeper_cmd(far, req)
     assert cmd[0] == "ssh" and cmd[-3:-1] == ["root@192.0.2.11", "--"], cmd
     remote = shlex.split(cmd[-1])
     assert remote[:3] == ["env", "PROTOLAB_STATE_DIR=/run/protolab-keepers/far",
                           f"DOCKER_HOST={far.host.engine}"] and "unshare" in remote  # fmt: skip
-    assert remote[-3:-1] == ["-m", "protolab.labctl"] and json.loads(remote[-1])["source"] == "t@emu"
+    assert remote[-3:-1] == ["-m", "protolab.lab.keeper"] and json.loads(remote[-1])["source"] == "t@emu"
     before = os.environ.get("PROTOLAB_STATE_DIR")
     with part.env():
         assert (
             os.environ["PROTOLAB_STATE_DIR"] == str(tmp_path / "emu") and os.environ["DOCKER_HOST"] == part.host.engine
         )
-        assert labctl.state_path() == tmp_path / "emu" / "lab.json"
+        assert keeper.state_path() == tmp_path / "emu" / "lab.json"
     assert os.environ.get("PROTOLAB_STATE_DIR") == before
 
 
@@ -222,19 +222,19 @@ def test_clean_kills_a_parts_keeper_and_removes_its_state(tmp_path, monkeypatch)
     import json
     import subprocess
 
-    from protolab import multilab
+    from protolab.lab import parts
 
-    monkeypatch.setattr(multilab, "STATE_ROOT", tmp_path / "hosts")
-    d = multilab.STATE_ROOT / "host_a"
+    monkeypatch.setattr(parts, "STATE_ROOT", tmp_path / "hosts")
+    d = parts.STATE_ROOT / "host_a"
     (d / "owned").mkdir(parents=True)
     keeper = subprocess.Popen(["sleep", "60"])
     (d / "lab.json").write_text(json.dumps({"pid": keeper.pid}))
     (d / "owned" / "lab-20261126T000000Z-abcd.jsonl").write_text("")
-    done = multilab.clean_parts()
+    done = parts.clean_parts()
     assert keeper.wait(timeout=5) == -9  # SIGKILL
     assert f"killed process {keeper.pid} of the lab part on host_a" in done
-    assert not multilab.STATE_ROOT.exists()
-    assert multilab.clean_parts() == []  # nothing left: nothing to say
+    assert not parts.STATE_ROOT.exists()
+    assert parts.clean_parts() == []  # nothing left: nothing to say
 
 
 def test_clean_removes_the_parts_a_controller_left_on_this_machine_as_a_host_over_ssh(tmp_path, monkeypatch):
@@ -242,19 +242,19 @@ def test_clean_removes_the_parts_a_controller_left_on_this_machine_as_a_host_ove
     (a lock and an empty ledger folder) was listed as left by `clean` and never removed."""
     import subprocess
 
-    from protolab import multilab
+    from protolab.lab import parts
 
-    monkeypatch.setattr(multilab, "REMOTE_STATE_ROOT", tmp_path / "keepers")
+    monkeypatch.setattr(parts, "REMOTE_STATE_ROOT", tmp_path / "keepers")
     for name in ("run_a", "run_b"):
-        (multilab.REMOTE_STATE_ROOT / name / "owned").mkdir(parents=True)
-        (multilab.REMOTE_STATE_ROOT / name / "lock").write_text("")
+        (parts.REMOTE_STATE_ROOT / name / "owned").mkdir(parents=True)
+        (parts.REMOTE_STATE_ROOT / name / "lock").write_text("")
     keeper = subprocess.Popen(["sleep", "60"])
-    (multilab.REMOTE_STATE_ROOT / "run_a" / "lab.json").write_text(f'{{"pid": {keeper.pid}}}')
-    done = multilab.clean_hosted_parts()
+    (parts.REMOTE_STATE_ROOT / "run_a" / "lab.json").write_text(f'{{"pid": {keeper.pid}}}')
+    done = parts.clean_hosted_parts()
     assert keeper.wait(timeout=5) == -9
-    assert f"removed the state of the lab part on run_b ({multilab.REMOTE_STATE_ROOT / 'run_b'})" in done
-    assert not multilab.REMOTE_STATE_ROOT.exists()
-    assert multilab.clean_hosted_parts() == []
+    assert f"removed the state of the lab part on run_b ({parts.REMOTE_STATE_ROOT / 'run_b'})" in done
+    assert not parts.REMOTE_STATE_ROOT.exists()
+    assert parts.clean_hosted_parts() == []
 
 
 def test_clean_keeps_a_part_whose_keeper_still_runs_a_lab(tmp_path, monkeypatch):
@@ -263,20 +263,20 @@ def test_clean_keeps_a_part_whose_keeper_still_runs_a_lab(tmp_path, monkeypatch)
     import fcntl
     import os
 
-    from protolab import multilab
+    from protolab.lab import parts
 
-    monkeypatch.setattr(multilab, "REMOTE_STATE_ROOT", tmp_path / "keepers")
-    d = multilab.REMOTE_STATE_ROOT / "run_a"
+    monkeypatch.setattr(parts, "REMOTE_STATE_ROOT", tmp_path / "keepers")
+    d = parts.REMOTE_STATE_ROOT / "run_a"
     d.mkdir(parents=True)
     fd = os.open(d / "lock", os.O_RDWR | os.O_CREAT, 0o600)
     os.write(fd, b'{"pid": 4242, "command": "keeper"}')
     fcntl.flock(fd, fcntl.LOCK_EX)  # held by this open file description, as a live keeper holds it
     try:
-        assert multilab.clean_hosted_parts() == ["kept the lab part on run_a: its keeper (pid 4242) is running a lab"]
+        assert parts.clean_hosted_parts() == ["kept the lab part on run_a: its keeper (pid 4242) is running a lab"]
         assert d.is_dir()
     finally:
         os.close(fd)
-    assert multilab.clean_hosted_parts()[-1].startswith("removed the state of the lab part on run_a")
+    assert parts.clean_hosted_parts()[-1].startswith("removed the state of the lab part on run_a")
 
 
 def test_place_shows_the_hosts_and_where_each_node_runs(tmp_path, capsys):
@@ -300,13 +300,13 @@ def test_place_shows_the_hosts_and_where_each_node_runs(tmp_path, capsys):
 def test_a_hosts_clock_offset_is_bounded_by_its_round_trip(tmp_path, monkeypatch):
     """measure_clocks' ping-pong, on hosts that share this machine's clock (the command runs here): the estimate
     must lie within its own bound (t1 <= t_host <= t4), and a host that gives no reading says so."""
-    from protolab import multilab
+    from protolab.lab import parts
 
     inv = _inventory(tmp_path, {"a": {"protolab_netns": "x"}, "b": {"protolab_netns": "y"}})
-    lab = multilab.MultiLab(placement.Placement(inv.source, {}, []))
-    lab.parts = {h: multilab.Part(inv.get(h), None, tmp_path / h) for h in ("a", "b")}  # type: ignore[arg-type]
-    monkeypatch.setattr(multilab, "host_cmd", lambda host, cmd: cmd if host.name == "a" else ["false"])
-    multilab.measure_clocks(lab, inv, probes=3)
+    lab = parts.MultiLab(placement.Placement(inv.source, {}, []))
+    lab.parts = {h: parts.Part(inv.get(h), None, tmp_path / h) for h in ("a", "b")}  # type: ignore[arg-type]
+    monkeypatch.setattr(parts, "host_cmd", lambda host, cmd: cmd if host.name == "a" else ["false"])
+    parts.measure_clocks(lab, inv, probes=3)
     a = lab.clocks["a"]
     assert abs(a["offset_seconds"]) <= a["uncertainty_seconds"] < 1.0 and a["probes"] == 3
     assert lab.clocks["b"] == {"error": "no clock reading from b in 3 tries"}
@@ -315,13 +315,13 @@ def test_a_hosts_clock_offset_is_bounded_by_its_round_trip(tmp_path, monkeypatch
 def test_a_host_that_stops_answering_ends_its_clock_probe_at_the_deadline(tmp_path, monkeypatch):
     import time
 
-    from protolab import multilab
+    from protolab.lab import parts
 
     inv = _inventory(tmp_path, {"a": {"protolab_netns": "x"}})
-    monkeypatch.setattr(multilab, "host_cmd", lambda host, cmd: ["sleep", "60"])  # reads nothing, says nothing
-    monkeypatch.setattr(multilab, "CLOCK_TIMEOUT", 0.5)
+    monkeypatch.setattr(parts, "host_cmd", lambda host, cmd: ["sleep", "60"])  # reads nothing, says nothing
+    monkeypatch.setattr(parts, "CLOCK_TIMEOUT", 0.5)
     t0 = time.monotonic()
-    assert multilab.clock_offset(inv.get("a"), probes=3) is None
+    assert parts.clock_offset(inv.get("a"), probes=3) is None
     assert time.monotonic() - t0 < 10
 
 
@@ -329,7 +329,7 @@ def test_inspect_text_of_a_lab_over_several_hosts(tmp_path):
     """What `protolab inspect` prints from a supervisor's state: placement, the stitch with its underlay figures,
     the clocks, and a part whose keeper is gone said as such."""
 
-    st = {"name": "triangle", "run": "multilab-x", "inventory": "inv.yml", "emulated": ["a", "b"], "pid": 1,
+    st = {"name": "triangle", "run": "parts-x", "inventory": "inv.yml", "emulated": ["a", "b"], "pid": 1,
           "deployed_at": "2026-11-26T04:00:00Z", "deploy_seconds": 20.5,
           "parts": {h: {"engine": f"unix:///{h}.sock", "state_dir": str(tmp_path / h),
                         "host": {"name": h, "engine": f"unix:///{h}.sock", "netns": f"plab-emu-{h}"}} for h in "ab"},
@@ -339,7 +339,7 @@ def test_inspect_text_of_a_lab_over_several_hosts(tmp_path):
           "clocks": {"a": {"offset_seconds": 2e-6, "uncertainty_seconds": 450e-6},
                      "b": {"error": "no clock reading from b in 5 tries"}}}  # fmt: skip
     text = supervise.supervised_text(st)
-    assert "lab triangle (multilab-x) over 2 testbed hosts of inv.yml (emulated)" in text
+    assert "lab triangle (parts-x) over 2 testbed hosts of inv.yml (emulated)" in text
     assert "  a          engine unix:///a.sock: h1, r1" in text
     assert "  stitched r1-r2: VNI 4200, MTU 1450, underlay RTT 0.061 ms, sd 9 us" in text
     assert "  clock of a: offset +2 us +- 450 us" in text and "  clock of b: no clock reading from b" in text
@@ -350,20 +350,20 @@ def test_a_stitched_directions_impairment_is_found_where_split_put_it(tmp_path, 
     """selfcheck across a stitch goes through _View: a direction's impairment is changed by the keeper of the host
     that applies it (sender's, toward its stitch bridge; receiver's, from it) and its ends are the nodes' own
     interfaces (a container's by its pid, a bridge's in its host's namespace by the keeper's pid)."""
-    from protolab import labctl, multilab
+    from protolab.lab import keeper, parts
 
     t = topofile.load(topofile.find("triangle"))
     inv = _inventory(tmp_path, TWO)
     p = place(t, inv)
-    lab = multilab.MultiLab(p)
-    lab.parts = {h: multilab.Part(inv.get(h), part, tmp_path / h) for h, part in placement.split(t, p, inv).items()}
-    rows = {h: labctl._link_rows(part.topology) for h, part in lab.parts.items()}
+    lab = parts.MultiLab(p)
+    lab.parts = {h: parts.Part(inv.get(h), part, tmp_path / h) for h, part in placement.split(t, p, inv).items()}
+    rows = {h: keeper._link_rows(part.topology) for h, part in lab.parts.items()}
     states = {h: {"pid": 10 + i, "links": rows[h], "nodes": [{"name": n.name, "pid": 100 + j}
                                                             for j, n in enumerate(lab.parts[h].topology.hosts)]}
               for i, h in enumerate(lab.parts)}  # fmt: skip
-    monkeypatch.setattr(multilab.Part, "load_state", lambda self: states[self.state_dir.name])
+    monkeypatch.setattr(parts.Part, "load_state", lambda self: states[self.state_dir.name])
     asked = []
-    monkeypatch.setattr(multilab.Part, "request", lambda self, op, **kw: asked.append((str(self.state_dir), op, kw)))
+    monkeypatch.setattr(parts.Part, "request", lambda self, op, **kw: asked.append((str(self.state_dir), op, kw)))
     view = TestbedLab.over(lab, t)
     x = placement.stitch_bridge(4200)
     assert view.links.where("r1", "r2", "sender") == ("lab_a", ["r1", x])
@@ -394,8 +394,8 @@ def test_a_placement_survives_json(tmp_path):
 def test_a_deploy_over_hosts_carries_the_specs_images_budgets_and_impairments_to_the_parts(tmp_path):
     """What an experiment adds to its topology (node images and CPU budgets, its own impairments) reaches the
     part of the host that applies it; a node command, which a part cannot carry yet, is refused by name."""
-    from protolab import labctl, multilab
     from protolab.errors import LabError
+    from protolab.lab import keeper, parts
     from protolab.model.impairment import LinkImpairment
 
     inv = _inventory(tmp_path, TWO)
@@ -403,16 +403,16 @@ def test_a_deploy_over_hosts_carries_the_specs_images_budgets_and_impairments_to
     extra = LinkImpairment.model_validate({"link": ["h3", "r2"], "direction": "forward", "loss": "2%"})
     images = {h.name: "protolab/node:test" for h in t.hosts} | {"h3": "protolab/other:test"}
     cpus = {h.name: None for h in t.hosts} | {"h3": 0.25}
-    p = labctl.Prepared("triangle", t, images, cpus, dict.fromkeys(images), [*t.impairments, extra], "triangle")
-    whole = multilab.whole_topology(p)
-    parts = placement.split(whole, place(whole, inv), inv)
-    (h3,) = [h for h in parts["lab_b"].hosts if h.name == "h3"]
+    p = keeper.Prepared("triangle", t, images, cpus, dict.fromkeys(images), [*t.impairments, extra], "triangle")
+    whole = parts.whole_topology(p)
+    split = placement.split(whole, place(whole, inv), inv)
+    (h3,) = [h for h in split["lab_b"].hosts if h.name == "h3"]
     assert (h3.image, h3.cpus) == ("protolab/other:test", 0.25)
-    assert any(i.link == ("h3", "r2") and i.loss == 0.02 for i in parts["lab_b"].impairments)
-    assert not any(i.link == ("h3", "r2") for i in parts["lab_a"].impairments)
+    assert any(i.link == ("h3", "r2") and i.loss == 0.02 for i in split["lab_b"].impairments)
+    assert not any(i.link == ("h3", "r2") for i in split["lab_a"].impairments)
     assert t.impairments == whole.impairments[:-1] and all(h.image is None for h in t.hosts)  # the input is kept
     with pytest.raises(LabError, match="node command.s. of h2: a lab over several hosts"):
-        multilab.whole_topology(labctl.Prepared("triangle", t, images, cpus, {"h2": ["sleep", "1"]}, [], "triangle"))
+        parts.whole_topology(keeper.Prepared("triangle", t, images, cpus, {"h2": ["sleep", "1"]}, [], "triangle"))
 
 
 @pytest.mark.parametrize("kind", ["triangle", "satellite"])
@@ -420,7 +420,7 @@ def test_a_lab_over_hosts_names_interfaces_and_addresses_as_one_host_does(tmp_pa
     """What the runner asks of a lab -- a node's interfaces in order, its address on each (v4 and v6) -- is the
     same over hosts as on one: each part keeps every node's link order, a stitched link ending at the stitch bridge
     in its place; and a node's shell command goes to the keeper of its host."""
-    from protolab import labctl, multilab
+    from protolab.lab import keeper, parts
 
     t = topofile.load(topofile.find(kind)) if kind == "triangle" else TopologySpec(kind=kind, params={}).build()
     hosts = sorted(h.name for h in t.hosts)
@@ -428,15 +428,15 @@ def test_a_lab_over_hosts_names_interfaces_and_addresses_as_one_host_does(tmp_pa
     inv = _inventory(tmp_path, TWO)
     p = place(t, inv)
     assert p.stitches and len(set(p.node_host.values())) == 2  # something crosses
-    lab = multilab.MultiLab(p)
-    lab.parts = {h: multilab.Part(inv.get(h), part, tmp_path / h) for h, part in placement.split(t, p, inv).items()}
-    monkeypatch.setattr(multilab.Part, "load_state", lambda self: {})
+    lab = parts.MultiLab(p)
+    lab.parts = {h: parts.Part(inv.get(h), part, tmp_path / h) for h, part in placement.split(t, p, inv).items()}
+    monkeypatch.setattr(parts.Part, "load_state", lambda self: {})
     asked = []
-    monkeypatch.setattr(multilab.Part, "request", lambda self, op, **kw: asked.append((str(self.state_dir), op, kw))
+    monkeypatch.setattr(parts.Part, "request", lambda self, op, **kw: asked.append((str(self.state_dir), op, kw))
                         or {"output": "ok"})  # fmt: skip
     view = TestbedLab.over(lab, t)
-    one = {row_end["node"]: [] for row in labctl._link_rows(t) for row_end in row["ends"]}
-    for row in labctl._link_rows(t):
+    one = {row_end["node"]: [] for row in keeper._link_rows(t) for row_end in row["ends"]}
+    for row in keeper._link_rows(t):
         for e in row["ends"]:
             one[e["node"]].append(e)
     for h in t.hosts:
@@ -456,15 +456,15 @@ def test_faults_over_hosts_go_to_the_keepers_that_hold_the_link(tmp_path, monkey
     """A fault schedule's operations on a lab over hosts: a step changes each direction where its impairment is
     applied; a cable pulled on a stitched link is pulled on both hosts (each its node's port on the stitch bridge);
     restore asks every keeper and names the host of what failed."""
-    from protolab import multilab
+    from protolab.lab import parts
     from protolab.model.impairment import Impairment
 
     t = topofile.load(topofile.find("triangle"))
     inv = _inventory(tmp_path, TWO)
     p = place(t, inv)
-    lab = multilab.MultiLab(p)
-    lab.parts = {h: multilab.Part(inv.get(h), part, tmp_path / h) for h, part in placement.split(t, p, inv).items()}
-    monkeypatch.setattr(multilab.Part, "load_state", lambda self: {})
+    lab = parts.MultiLab(p)
+    lab.parts = {h: parts.Part(inv.get(h), part, tmp_path / h) for h, part in placement.split(t, p, inv).items()}
+    monkeypatch.setattr(parts.Part, "load_state", lambda self: {})
     asked = []
 
     def request(self, op, **kw):
@@ -472,7 +472,7 @@ def test_faults_over_hosts_go_to_the_keepers_that_hold_the_link(tmp_path, monkey
         asked.append((host, op, kw))
         return {"failures": ["r2->r1 back to configured: boom"] if host == "lab_b" else []}
 
-    monkeypatch.setattr(multilab.Part, "request", request)
+    monkeypatch.setattr(parts.Part, "request", request)
     view = TestbedLab.over(lab, t)
     x = placement.stitch_bridge(4200)
     view.links.step(("r1", "r2"), "both", Impairment.model_validate({"delay": "10ms"}))
@@ -494,16 +494,16 @@ def test_faults_over_hosts_go_to_the_keepers_that_hold_the_link(tmp_path, monkey
 def test_what_a_run_reads_of_a_lab_over_hosts_comes_from_the_keepers_states(tmp_path, monkeypatch):
     """nodes (pid, image, management address), every link end in its namespace (a bridge's on its host's side),
     the unshaped interfaces by namespace for the guard, and the applied settings and NIC filters of every host."""
-    from protolab import labctl, multilab
+    from protolab.lab import keeper, parts
 
     t = topofile.load(topofile.find("triangle"))
     inv = _inventory(tmp_path, {h: {**v, "protolab_netns": f"plab-emu-{h}"} for h, v in TWO.items()})  # emulated
     p = place(t, inv)
-    lab = multilab.MultiLab(p)
-    lab.parts = {h: multilab.Part(inv.get(h), part, tmp_path / h) for h, part in placement.split(t, p, inv).items()}
+    lab = parts.MultiLab(p)
+    lab.parts = {h: parts.Part(inv.get(h), part, tmp_path / h) for h, part in placement.split(t, p, inv).items()}
     states = {}
     for i, (h, part) in enumerate(sorted(lab.parts.items())):
-        rows = labctl._link_rows(part.topology)
+        rows = keeper._link_rows(part.topology)
         nodes = [{"name": n.name, "role": n.role, "image": "protolab/node", "pid": 100 * (i + 1) + j,
                   "mgmt_ip": f"172.30.{i}.{j}"} for j, n in enumerate(part.topology.hosts)]  # fmt: skip
         first = next(e["interface"] for r in rows for e in r["ends"] if e["node"] == nodes[0]["name"])
@@ -515,7 +515,7 @@ def test_what_a_run_reads_of_a_lab_over_hosts_comes_from_the_keepers_states(tmp_
             "applied": [{"from": "a", "to": "b"}],
             "nic_filters": {f"{nodes[0]['name']}:{first}": "hash64"},
         }
-    monkeypatch.setattr(multilab.Part, "load_state", lambda self: states[self.state_dir.name])
+    monkeypatch.setattr(parts.Part, "load_state", lambda self: states[self.state_dir.name])
     view = TestbedLab.over(lab, t)
     assert sorted(view.nodes) == ["h1", "h2", "h3", "r1", "r2"]
     assert view.nodes["h3"].pid >= 200 and view.nodes["h3"].mgmt_ip.startswith("172.30.1.")
@@ -529,7 +529,7 @@ def test_what_a_run_reads_of_a_lab_over_hosts_comes_from_the_keepers_states(tmp_
     assert [a["host"] for a in view.applied] == ["lab_a", "lab_b"] and len(view.nic_filters) == 2
     # the NIC filters' model is in each keeper, emulated hosts' too: every part is asked to sync
     synced = []
-    monkeypatch.setattr(multilab.Part, "request", lambda self, op, **kw: synced.append((self.host.name, op))
+    monkeypatch.setattr(parts.Part, "request", lambda self, op, **kw: synced.append((self.host.name, op))
                         or {"joined": {f"x-{self.host.name}:eth0": ["01:00:5e:00:00:01"]}})  # fmt: skip
     assert view.sync_nic_filters() == {f"x-{h}:eth0": ["01:00:5e:00:00:01"] for h in ("lab_a", "lab_b")}
     assert synced == [("lab_a", "nic_sync"), ("lab_b", "nic_sync")]
@@ -537,7 +537,7 @@ def test_what_a_run_reads_of_a_lab_over_hosts_comes_from_the_keepers_states(tmp_
     for part in lab.parts.values():
         part.host = part.host.model_copy(update={"netns": None})
     asked = []
-    monkeypatch.setattr(multilab.Part, "request", lambda self, op, **kw: asked.append((self.host.name, op, kw))
+    monkeypatch.setattr(parts.Part, "request", lambda self, op, **kw: asked.append((self.host.name, op, kw))
                         or {"value": {f"x-{self.host.name}:eth0": {"rx_packets": 1}}})  # fmt: skip
     view = TestbedLab.over(lab, t)
     assert all(n.pid is None for n in view.nodes.values()) and view.unshaped() == {}

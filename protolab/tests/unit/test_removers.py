@@ -12,9 +12,9 @@ from pathlib import Path
 
 import pytest
 
-from protolab import cleanup, engine, multilab, ownership
+from protolab import cleanup, engine, ownership
 from protolab.errors import DockerUnreachableError, ProtolabError
-from protolab.lab import rxcpu
+from protolab.lab import parts, rxcpu
 from protolab.testbed import federation
 
 RULE = {"tool": "iptables", "table": "filter", "rule": ["FORWARD", "-i", "plab-s1", "-j", "ACCEPT"]}
@@ -165,7 +165,7 @@ def test_clean_fails_naming_what_is_left_and_what_to_do(tools, tmp_path, monkeyp
     tools("nft", 'echo "Error: No such file or directory" >&2; exit 1')
     monkeypatch.setattr(engine, "client", lambda: _NoContainers())
     monkeypatch.setattr(rxcpu, "release_orphans", lambda: [])  # this machine's kthreads are not the test's
-    monkeypatch.setattr(multilab, "clean_parts", lambda failures=None: [])  # nor its keepers and hosts
+    monkeypatch.setattr(parts, "clean_parts", lambda failures=None: [])  # nor its keepers and hosts
     monkeypatch.setattr(federation, "REMOTE_ROOT", tmp_path / "federation")
     ledger = _ledger(("rule", RULE), ("nft", TABLE))
     with pytest.raises(ProtolabError) as err:

@@ -1,10 +1,10 @@
 """A lab over several testbed hosts (issue 18): placement splits the topology, and each host's part is deployed
-and held by a lab keeper of its own on that host (protolab.labctl's, given the part as JSON), with its own state
+and held by a lab keeper of its own on that host (protolab.lab.keeper's, given the part as JSON), with its own state
 directory (lock, ledger, socket) and Docker engine.
 
 An emulated host (protolab.testbed.emulation, inventory variable protolab_netns) gets its keeper here, in the host's
 network namespace with `nsenter --net`; any other host gets it over the host's SSH session (protolab.testbed.reach),
-started and asked there (`python -m protolab.labctl --client/--state` on the host), its engine reached through a
+started and asked there (`python -m protolab.lab.keeper --client/--state` on the host), its engine reached through a
 socket the session forwards. Either way the keeper runs in a mount namespace of its own where /sys is its network
 namespace's (Mininet and the counters read /sys/class/net), the cgroup hierarchies bound back under it. An emulated
 host with an sshd (emulation.start(ssh=True)) stands for a remote one on this machine.
@@ -13,7 +13,7 @@ At deploy, what the run's figures need to know about the hosts is measured: each
 its sd (the delay and jitter the tunnel's path adds to the link's own), and each host's clock offset from this
 machine with its uncertainty (a ping-pong over the host's command channel), in state() for the manifest.
 
-    lab = multilab.deploy(topology, inventory)       # parts deployed, keepers ready, stitches and clocks measured
+    lab = parts.deploy(topology, inventory)          # parts deployed, keepers ready, stitches and clocks measured
     lab.exec("h1", ["ping", "-c", "1", "10.0.3.2"])  # through the node's own engine
     lab.destroy()                                     # every keeper tears its part down
 
@@ -37,11 +37,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from . import labctl, naming
-from .errors import LabError
-from .jsonio import write_json
-from .testbed import placement
-from .topo import Topology
+from .. import naming
+from ..errors import LabError
+from ..jsonio import write_json
+from ..testbed import placement
+from ..topo import Topology
+from . import keeper
 
 STATE_ROOT = Path("/run/protolab-hosts")
 READY_TIMEOUT = 600.0
@@ -69,8 +70,8 @@ def remote_state_root() -> Path:
 @dataclass
 class Part:
     """A host's part of the lab and its keeper. An emulated host's keeper runs here in the host's namespace, its
-    state directory here (labctl's functions read it under env()); a remote host's keeper runs on the host,
-    started and asked over the host's SSH session (`python -m protolab.labctl --client/--state` there), its state
+    state directory here (keeper's functions read it under env()); a remote host's keeper runs on the host,
+    started and asked over the host's SSH session (`python -m protolab.lab.keeper --client/--state` there), its state
     directory there (remote_dir), and only its log (the session's output) here."""
 
     host: placement.TestbedHost
@@ -96,7 +97,7 @@ class Part:
         """One request to the part's keeper, its answer (LabError with the keeper's words when it refuses)."""
         if not self.remote:
             with self.env():
-                return labctl.request(op, **args)
+                return keeper.request(op, **args)
         answer = self._on_host("--client", json.dumps({"op": op, **args}))
         if not isinstance(answer, dict) or not answer.get("ok"):
             why = answer.get("error") if isinstance(answer, dict) else answer
@@ -107,17 +108,17 @@ class Part:
         """The keeper's state (None: no keeper running)."""
         if not self.remote:
             with self.env():
-                return labctl.load_state()
+                return keeper.load_state()
         st = self._on_host("--state")
         return st if isinstance(st, dict) else None
 
     def _on_host(self, *args: str) -> Any:
-        from .testbed import reach
+        from ..testbed import reach
 
         cmd = ["env", f"PROTOLAB_STATE_DIR={self.remote_dir}", naming.instance_env(),
-               self.host.python or sys.executable, "-m", "protolab.labctl", *args]  # fmt: skip
+               self.host.python or sys.executable, "-m", "protolab.lab.keeper", *args]  # fmt: skip
         p = subprocess.run(reach.command(self.host, cmd), capture_output=True, text=True,
-                           timeout=labctl.REQUEST_TIMEOUT + 30)  # fmt: skip
+                           timeout=keeper.REQUEST_TIMEOUT + 30)  # fmt: skip
         try:
             return json.loads(p.stdout.strip().splitlines()[-1])
         except (ValueError, IndexError):
@@ -126,7 +127,7 @@ class Part:
 
     @contextlib.contextmanager
     def env(self) -> Iterator[None]:
-        """labctl's functions (state, socket, log) pointed at this host's keeper for the block."""
+        """keeper's functions (state, socket, log) pointed at this host's keeper for the block."""
         saved = {k: os.environ.get(k) for k in ("PROTOLAB_STATE_DIR", "DOCKER_HOST")}
         os.environ["PROTOLAB_STATE_DIR"], os.environ["DOCKER_HOST"] = str(self.state_dir), self.host.engine
         try:
@@ -152,13 +153,13 @@ class MultiLab:
     def exec(self, node: str, cmd: list[str], timeout: float | None = None) -> tuple[int, str, str]:
         """A command in a node's container through its host's engine, as Lab.exec runs one: no deadline unless
         given (a workload's server runs for its phase), killed and ExecTimeoutError past it."""
-        from .lab import exec_in
+        from . import exec_in
 
         return exec_in(self.container(node), cmd, timeout, where=f"{node} on {self.host_of(node).host.name}")
 
     def container(self, node: str) -> Any:
         """A node's container, a handle on its host's engine (docker-py)."""
-        from .testbed import reach
+        from ..testbed import reach
 
         return docker_client(reach.engine(self.host_of(node).host)).containers.get(naming.container_name(node))
 
@@ -174,14 +175,14 @@ class MultiLab:
         return out
 
     def destroy(self) -> list[str]:
-        from .testbed import reach
+        from ..testbed import reach
 
         failures = []
         for name, part in self.parts.items():
             try:
                 if part.load_state() is None:
                     continue
-                # not labctl.destroy(): the keeper is this process's child, reaped below, not waited for
+                # not keeper.destroy(): the keeper is this process's child, reaped below, not waited for
                 failures += [f"{name}: {f}" for f in part.request("destroy").get("failures") or []]
             except LabError as exc:
                 failures.append(f"{name}: {exc}")
@@ -212,7 +213,7 @@ def docker_client(engine: str) -> Any:
 
 def host_cmd(host: placement.TestbedHost, cmd: list[str]) -> list[str]:
     """`cmd` as it runs on a testbed host (protolab.testbed.reach: an emulated host's namespace, or over SSH)."""
-    from .testbed import reach
+    from ..testbed import reach
 
     return reach.command(host, cmd)
 
@@ -221,7 +222,7 @@ def measure_underlay(lab: MultiLab, inventory: placement.Inventory, count: int =
     """What each stitch adds to its link: the round trip between its two hosts' underlay addresses, the path its
     VXLAN packets take (ICMP echo from the first host, `count` at 20 ms), as mean, sd (the jitter), min and max in
     seconds, into lab.underlay (the manifest's and `inspect`'s placement)."""
-    from .workloads.ping_runner import parse
+    from ..workloads.ping_runner import parse
 
     lab.underlay = []
     for st in lab.placement.stitches:
@@ -309,18 +310,18 @@ def clock_offset(host: placement.TestbedHost, probes: int) -> tuple[float, float
     return best
 
 
-def _keeper_cmd(part: Part, req: labctl.Request) -> list[str]:
+def _keeper_cmd(part: Part, req: keeper.Request) -> list[str]:
     """The keeper of a part: in its own mount namespace where /sys is the host's network namespace's (Mininet and
     the counters read /sys/class/net); here in an emulated host's namespace, or on a remote host over its SSH
     session, with its state directory and engine there."""
-    from .testbed import reach
+    from ..testbed import reach
 
-    keeper = ["unshare", "--mount", "--propagation", "private", "--", "sh", "-c", SYSFS, "sh",
-              part.host.python or sys.executable, "-m", "protolab.labctl", json.dumps(req.__dict__)]  # fmt: skip
+    argv = ["unshare", "--mount", "--propagation", "private", "--", "sh", "-c", SYSFS, "sh",
+            part.host.python or sys.executable, "-m", "protolab.lab.keeper", json.dumps(req.__dict__)]  # fmt: skip
     if part.remote:
-        keeper = ["env", f"PROTOLAB_STATE_DIR={part.remote_dir}", f"DOCKER_HOST={part.host.engine}",
-                  naming.instance_env(), *keeper]  # fmt: skip
-    return reach.command(part.host, keeper)
+        argv = ["env", f"PROTOLAB_STATE_DIR={part.remote_dir}", f"DOCKER_HOST={part.host.engine}",
+                naming.instance_env(), *argv]  # fmt: skip
+    return reach.command(part.host, argv)
 
 
 def deploy(topology: Topology, inventory: placement.Inventory, out: Any = sys.stderr, ledger: Any = None) -> MultiLab:
@@ -333,21 +334,21 @@ def deploy(topology: Topology, inventory: placement.Inventory, out: Any = sys.st
     for name, t in parts.items():
         part = Part(inventory.get(name), t, state_root() / name)
         part.state_dir.mkdir(parents=True, exist_ok=True)
-        req = labctl.Request(source=f"{topology.kind}@{name}", part=t.to_json())
+        req = keeper.Request(source=f"{topology.kind}@{name}", part=t.to_json())
         env = os.environ | {"PROTOLAB_STATE_DIR": str(part.state_dir), "DOCKER_HOST": part.host.engine}
         write_json(part.state_dir / "part.json", part.host.model_dump(mode="json"))  # for `clean`: where it runs
         if part.remote:  # the keeper's state directory on the host
             subprocess.run(host_cmd(part.host, ["mkdir", "-p", str(part.remote_dir)]), check=True, capture_output=True,
                            timeout=60)  # fmt: skip
-        part.proc = labctl.spawn_logged(_keeper_cmd(part, req), part.state_dir / "lab.log", env)
+        part.proc = keeper.spawn_logged(_keeper_cmd(part, req), part.state_dir / "lab.log", env)
         if ledger is not None:
             ledger.process(part.proc.pid)
         lab.parts[name] = part
         keepers[name] = (part.proc, part.state_dir / "lab.log")
         print(f"deploying {len(t.hosts)} node(s) of {topology.kind} on {name}", file=out, flush=True)
     try:
-        labctl.await_ready(keepers, READY_TIMEOUT)
-    except labctl.NotReadyError as e:
+        keeper.await_ready(keepers, READY_TIMEOUT)
+    except keeper.NotReadyError as e:
         lab.destroy()
         if e.returncode is None:
             raise LabError(f"deploy over several hosts: {e}") from None
@@ -369,8 +370,8 @@ def clean_parts(failures: list[str] | None = None) -> list[str]:
     sessions last. What could not be reached goes to `failures` (left on its host), not to what was done."""
     import signal
 
-    from . import ownership
-    from .testbed import federation, reach
+    from .. import ownership
+    from ..testbed import federation, reach
 
     failures = [] if failures is None else failures
     done: list[str] = []
@@ -410,7 +411,7 @@ def clean_parts(failures: list[str] | None = None) -> list[str]:
 def clean_hosted_parts() -> list[str]:
     """This machine as a testbed host reached over SSH: the keepers' parts a controller left here (its own
     clean reaches them over SSH; one that never reached them, or is gone, leaves them to this machine's)."""
-    from .ownership import lock_holder
+    from ..ownership import lock_holder
 
     root = remote_state_root()
     if not root.is_dir():
@@ -430,7 +431,7 @@ def clean_part_dir(d: Path) -> list[str]:
     """A keeper's state directory: the keeper and every process of its lab killed, the directory removed."""
     import signal
 
-    from . import ownership
+    from .. import ownership
 
     done, pids = [], []
     with contextlib.suppress(OSError, ValueError, KeyError):
@@ -448,7 +449,7 @@ def clean_part_dir(d: Path) -> list[str]:
 
 # $1 the keeper's state directory, $2 protolab's Python there, $3 the keepers' root (arguments, never code)
 CLEAN_REMOTE_SCRIPT = (
-    '[ -d "$1" ] || exit 0; "$2" -m protolab.multilab --clean-part "$1" || exit; rmdir -- "$3" 2>/dev/null; true'
+    '[ -d "$1" ] || exit 0; "$2" -m protolab.lab.parts --clean-part "$1" || exit; rmdir -- "$3" 2>/dev/null; true'
 )
 
 
@@ -475,7 +476,7 @@ def supervisor_log() -> Path:
     return state_root() / "multilab.log"
 
 
-def whole_topology(p: labctl.Prepared) -> Topology:
+def whole_topology(p: keeper.Prepared) -> Topology:
     """whole(), of what `protolab deploy` prepared."""
     return whole(p.topology, p.images, p.cpus, p.commands, p.impairments)
 
@@ -494,5 +495,5 @@ def whole(topology: Topology, images: dict[str, str], cpus: dict[str, float | No
 
 if __name__ == "__main__":
     if len(sys.argv) != 3 or sys.argv[1] != "--clean-part":
-        sys.exit("usage: python -m protolab.multilab --clean-part STATE_DIR  (on a testbed host, over its session)")
+        sys.exit("usage: python -m protolab.lab.parts --clean-part STATE_DIR  (on a testbed host, over its session)")
     print("\n".join(clean_part_dir(Path(sys.argv[2]))))

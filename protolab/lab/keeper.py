@@ -33,12 +33,12 @@ from typing import Any
 import yaml
 from pydantic import ValidationError
 
-from . import naming, ownership, topo, topofile
-from .errors import LabError, ProtolabError, SpecError
-from .jsonio import new_run_id, write_json
-from .model.impairment import Impairment, LinkImpairment, percents_as_written
-from .spec import EXPERIMENTS_DIR, NodeSpec, TopologySpec, node_settings
-from .topo import Topology
+from .. import naming, ownership, topo, topofile
+from ..errors import LabError, ProtolabError, SpecError
+from ..jsonio import new_run_id, write_json
+from ..model.impairment import Impairment, LinkImpairment, percents_as_written
+from ..spec import EXPERIMENTS_DIR, NodeSpec, TopologySpec, node_settings
+from ..topo import Topology
 
 READY_TIMEOUT = 600.0  # deploying 128 containers on 2 cores takes minutes
 REQUEST_TIMEOUT = 300.0  # a self-check of many links
@@ -120,7 +120,7 @@ class Request:
     params: dict[str, Any] = field(default_factory=dict)
     node_filter: list[str] = field(default_factory=list)
     backend: str = "auto"
-    part: dict[str, Any] | None = None  # a resolved Topology (to_json): one testbed host's part (protolab.multilab)
+    part: dict[str, Any] | None = None  # a resolved Topology (to_json): one testbed host's part (protolab.lab.parts)
 
 
 @dataclass
@@ -146,7 +146,7 @@ def prepare(req: Request) -> Prepared:
     path = Path(req.source)
     experiment = EXPERIMENTS_DIR / f"{req.source}.yaml"
     if not path.exists() and experiment.exists() and req.source not in topofile.builtin_files():
-        from . import spec
+        from .. import spec
 
         ex = spec.load(experiment).points[0].experiment
         ts, nodes, impairments = ex.topology, ex.nodes, list(ex.impairments)
@@ -273,7 +273,7 @@ class Keeper:
         write_json(state_path(), self.state(status))
 
     def deploy(self) -> None:
-        from .lab import Lab
+        from . import Lab
 
         p = prepare(self.req)
         # unique even for keepers started in the same second (a lab over several hosts starts one per host, and a
@@ -282,7 +282,7 @@ class Keeper:
         ledger = ownership.begin_run(run_id, None)
         backend = None
         if self.req.backend != "auto":
-            from .lab import impair
+            from . import impair
 
             backend, _probe = impair.choose(self.req.backend)
         self.lab = Lab(p.topology, run_id, p.images, p.cpus, commands=p.commands, impairments=p.impairments,
@@ -331,7 +331,7 @@ class Keeper:
             if op == "nic_sync":  # the NIC filters' model up to the nodes' joins (a runner's receivers joined)
                 return {"ok": True, "joined": self.lab.sync_nic_filters()}
             if op == "helpers":  # this keeper's watch of its link emulators and NIC filters, `ago` seconds back
-                from .lab.helperproc import WATCH
+                from .helperproc import WATCH
 
                 ago = float(req.get("ago", 0.0))
                 if not 0 <= ago <= 7 * 86400:
@@ -346,7 +346,7 @@ class Keeper:
 
     def _held(self) -> dict[str, list[Any]]:
         """The packets this keeper's link emulators hold (protolab.lab.quiesce's wait), as {name: [bytes, what]}."""
-        from .lab.impair import Linkem, held_entry, held_packets
+        from .impair import Linkem, held_entry, held_packets
 
         held = {lk.name: held_packets(lk.control, 2.0) for lk in list(Linkem._running.values())}
         return {name: list(held_entry(n)) for name, n in held.items() if n}
@@ -354,7 +354,7 @@ class Keeper:
     def _guard(self) -> dict[str, Any]:
         """This host's self-saturation snapshot (protolab.lab.guard): its CPU, softnet and unconfigured queues' drops,
         its nodes and this keeper counted as the lab's."""
-        from .lab import guard
+        from . import guard
 
         snap = guard.snapshot(self.lab.unshaped(), [n.pid for n in self.lab.nodes.values()], [os.getpid()])
         return dataclasses.asdict(snap)
@@ -426,7 +426,7 @@ class Keeper:
         return {"ok": True, "current": current, "cut": [list(k) for k in sorted(links.cut)]}
 
     def _check(self, family: int = 4) -> dict[str, Any]:
-        from .lab import selfcheck
+        from . import selfcheck
 
         lines: list[str] = []
         results = selfcheck.run_all(self.lab, log=lines.append, family=family)
@@ -472,7 +472,7 @@ def keeper_main(req_json: str) -> int:
     """The keeper process: deploy, say so on stdout (the log), serve, tear down on destroy or SIGTERM."""
     import signal
 
-    from . import mnlog
+    from .. import mnlog
 
     mnlog.quiet()
     k = Keeper(Request(**json.loads(req_json)))
@@ -548,7 +548,7 @@ def deploy(req: Request, out: Any = sys.stderr) -> dict[str, Any]:
         print(f"  --node-filter: {note}", file=out, flush=True)
     if len(p.notes) > NOTES_SHOWN:
         print(f"  --node-filter: and {len(p.notes) - NOTES_SHOWN} more routes dropped", file=out, flush=True)
-    proc = spawn_logged([sys.executable, "-m", "protolab.labctl", json.dumps(req.__dict__)], log_path())
+    proc = spawn_logged([sys.executable, "-m", "protolab.lab.keeper", json.dumps(req.__dict__)], log_path())
     shown = [0]
 
     def progress(elapsed: float) -> None:
@@ -692,14 +692,14 @@ def inspect_text(st: dict[str, Any]) -> str:
     if st["checks"]:
         lines += ["", f"last self-check ({st['checks'][0]['at']}):"]
         for r in st["checks"]:
-            from .lab.selfcheck import summarize
+            from .selfcheck import summarize
 
             lines.append(f"  {r['from']}->{r['to']}: " + (r.get("skipped") or summarize(r)))
     return "\n".join(lines)
 
 
 def client_main(argv: list[str]) -> int:
-    """A keeper's client on its own host, for a machine that reaches the host over SSH (multilab.Part): `--state`
+    """A keeper's client on its own host, for a machine that reaches the host over SSH (lab.parts.Part): `--state`
     prints the keeper's state (null: none running), `--client REQUEST_JSON` one request's answer, as JSON."""
     if argv[0] == "--state":
         print(json.dumps(load_state()))
