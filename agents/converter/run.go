@@ -37,13 +37,8 @@ func Run(ctx context.Context, role string, cfg *Config, o RunOptions, stderr io.
 
 	logger := slog.New(slog.NewTextHandler(stderr, nil))
 	st := NewStats(role)
-	set, err := metrics.New(metrics.Config{Version: o.Version, Revision: o.Revision}, "build_info")
-	if err != nil {
-		return nil, cli.Usagef("%v", err)
-	}
-	_ = set.Add("converter", st)
 	if o.Listen != "" {
-		reg, err := metrics.NewRegistry(set)
+		reg, err := metrics.AgentRegistry(metrics.Config{Version: o.Version, Revision: o.Revision}, "converter", st)
 		if err != nil {
 			return nil, cli.Usagef("%v", err)
 		}

@@ -64,14 +64,9 @@ type Options struct {
 // failed run (exit 1).
 func Run(ctx context.Context, o Options, stderr io.Writer) (map[string]any, error) {
 	logger := slog.New(slog.NewTextHandler(stderr, nil))
-	set, err := metrics.New(metrics.Config{Version: o.Version, Revision: o.Revision}, "build_info")
-	if err != nil {
-		return nil, cli.Usagef("%v", err)
-	}
 	col := &Collector{}
-	_ = set.Add("dis", col)
 	if o.Listen != "" {
-		reg, err := metrics.NewRegistry(set)
+		reg, err := metrics.AgentRegistry(metrics.Config{Version: o.Version, Revision: o.Revision}, "dis", col)
 		if err != nil {
 			return nil, cli.Usagef("%v", err)
 		}

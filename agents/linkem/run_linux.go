@@ -3,7 +3,6 @@ package linkem
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
 	"net"
@@ -46,12 +45,9 @@ func Run(ctx context.Context, cfg Config, o RunOptions, stdout io.Writer) error 
 		logger.Error("starting", "err", err)
 		return err
 	}
-	set, err := metrics.New(metrics.Config{Version: o.Version, Revision: o.Revision, Logger: logger}, "build_info")
-	if err == nil {
-		err = set.Add("linkem", NewCollector(lk.Emulator, lk.Queue))
-	}
-	reg, err2 := metrics.NewRegistry(set)
-	if err = errors.Join(err, err2); err != nil {
+	reg, err := metrics.AgentRegistry(metrics.Config{Version: o.Version, Revision: o.Revision, Logger: logger},
+		"linkem", NewCollector(lk.Emulator, lk.Queue))
+	if err != nil {
 		lk.Stop()
 		closeAll()
 		logger.Error("setting up metrics", "err", err)

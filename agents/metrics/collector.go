@@ -238,3 +238,16 @@ func NewRegistry(s *Set) (*prometheus.Registry, error) {
 	}
 	return reg, nil
 }
+
+// AgentRegistry is the registry a role's agent serves: its build info and
+// the one collector c, under name, bound to the agent's run.
+func AgentRegistry(cfg Config, name string, c Collector) (*prometheus.Registry, error) {
+	s, err := New(cfg, "build_info")
+	if err != nil {
+		return nil, err
+	}
+	if err := s.Add(name, c); err != nil {
+		return nil, err
+	}
+	return NewRegistry(s)
+}

@@ -3,6 +3,7 @@ package metrics
 import (
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"testing"
 
@@ -151,4 +152,25 @@ func TestBuildInfoDefaults(t *testing.T) {
 		return
 	}
 	t.Error("protolab_agent_build_info not exported")
+}
+
+func TestAgentRegistryServesBuildInfoAndTheCollector(t *testing.T) {
+	reg, err := AgentRegistry(Config{Version: "v9", Revision: "abc"}, "probe", newFake("probe", nil, ""))
+	if err != nil {
+		t.Fatal(err)
+	}
+	mfs, err := reg.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var names []string
+	for _, mf := range mfs {
+		names = append(names, mf.GetName())
+	}
+	if !slices.Contains(names, "protolab_agent_build_info") || !slices.Contains(names, "protolab_test_probe") {
+		t.Fatalf("gathered %v", names)
+	}
+	if _, err := AgentRegistry(Config{}, "build_info", newFake("probe", nil, "")); err == nil {
+		t.Fatal("a collector named build_info must not replace the build info")
+	}
 }

@@ -2,7 +2,6 @@ package nicfilter
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"io"
 	"log/slog"
@@ -44,12 +43,9 @@ func Run(ctx context.Context, specs []HostSpec, o RunOptions, stdout io.Writer) 
 		return err
 	}
 
-	set, err := metrics.New(metrics.Config{Version: o.Version, Revision: o.Revision, Logger: logger}, "build_info")
-	if err == nil {
-		err = set.Add("nicfilter", collector{hosts})
-	}
-	reg, err2 := metrics.NewRegistry(set)
-	if err = errors.Join(err, err2); err != nil {
+	reg, err := metrics.AgentRegistry(metrics.Config{Version: o.Version, Revision: o.Revision, Logger: logger},
+		"nicfilter", collector{hosts})
+	if err != nil {
 		logger.Error("setting up metrics", "err", err)
 		return err
 	}

@@ -280,14 +280,7 @@ func resolve(s string) (netip.AddrPort, error) {
 }
 
 func (o *RunOptions) serveMetrics(ctx context.Context, addr string, col *Collector, stderr io.Writer) error {
-	set, err := metrics.New(metrics.Config{Version: o.Version, Revision: o.Revision}, "build_info")
-	if err != nil {
-		return err
-	}
-	if err := set.Add("tp4", col); err != nil {
-		return err
-	}
-	reg, err := metrics.NewRegistry(set)
+	reg, err := metrics.AgentRegistry(metrics.Config{Version: o.Version, Revision: o.Revision}, "tp4", col)
 	if err != nil {
 		return err
 	}

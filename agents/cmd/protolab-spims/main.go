@@ -308,14 +308,7 @@ func report(ctx context.Context, live *spims.Live, plan *spims.Plan, every time.
 
 // registry is the /metrics content: build info and the run's figures.
 func registry(live *spims.Live) (*prometheus.Registry, error) {
-	set, err := metrics.New(metrics.Config{Version: version, Revision: revision}, "build_info")
-	if err != nil {
-		return nil, err
-	}
-	if err := set.Add("spims", live); err != nil {
-		return nil, err
-	}
-	return metrics.NewRegistry(set)
+	return metrics.AgentRegistry(metrics.Config{Version: version, Revision: revision}, "spims", live)
 }
 
 func serveMetrics(ctx context.Context, addr string, live *spims.Live, stderr io.Writer) error {
