@@ -55,7 +55,7 @@ lint: venv ## ruff, mypy (the lab, its contract and what drives it), gofmt, go v
 	$(PROTOLAB) dashboards --check
 
 unit: venv ## fast rootless tests (Python)
-	$(PY) -m pytest -q protolab/tests/unit
+	$(PY) -m pytest -q --durations=10 protolab/tests/unit
 
 go-test: ## Go tests of the agents module
 	cd agents && go test ./...
@@ -83,7 +83,7 @@ fuzz: venv ## every Go fuzz target (func FuzzX in agents/) for FUZZTIME (10s) ea
 	SPIMS_FUZZ_SECONDS=30 $(VENV)/bin/python -m pytest -q protolab/tests/fuzz
 
 integration: images ## tests on a real lab (root, Docker, Mininet)
-	$(PY) -m pytest -q -m integration protolab/tests/integration
+	$(PY) -m pytest -q --durations=0 --durations-min=1 -m integration protolab/tests/integration
 
 # promtool: the host's, else the monitor image's (paths are the same inside: the repo is mounted at itself)
 PROMTOOL ?= $(shell command -v promtool || echo docker run --rm --entrypoint promtool -v $(CURDIR):$(CURDIR):ro protolab/monitor:latest)
