@@ -36,8 +36,11 @@ def test_the_triangle_over_two_emulated_hosts(tmp_path: Path, no_leftovers):
         assert where["h1"] == where["r1"] == "host_a" and where["h3"] == where["r2"] == "host_b", where
         h3 = next(lk.ip2 for lk in t.links if {lk.node1, lk.node2} == {"r2", "h3"}).split("/")[0]
         code, out, err = lab.exec("h1", ["ping", "-c", "5", "-i", "0.2", "-W", "2", h3])
-        assert code == 0 and " 0% packet loss" in out, out + err
-        # across the stitch r1-r2 and its 1544 kbit/s, 135 ms each way (the triangle's WAN link)
+        # the replies cross r2 -> r1, which loses 1% (the triangle's WAN link): losing 1 of 5 happens ~5% of runs,
+        # 3 or more ~1e-5; a path that does not carry the pings loses all 5
+        sent, got = (int(x) for x in re.search(r"(\d+) packets transmitted, (\d+) received", out).groups())
+        assert code == 0 and sent == 5 and got >= 3, out + err
+        # across the stitch r1-r2 and its 1544 kbit/s, 135 ms each way
         rtts = [float(x) for x in re.findall(r"time=([\d.]+) ms", out)]
         print(f"\nh1 (host_a) -> h3 (host_b) through the stitched r1-r2: RTT {rtts} ms")
         assert min(rtts) > 260, rtts
