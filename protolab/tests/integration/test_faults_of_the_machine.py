@@ -257,8 +257,11 @@ def test_a_tc_command_failing_halfway_through_deploy(tmp_path, machine):
     real = subprocess.run(["sh", "-c", "command -v tc"], capture_output=True, text=True).stdout.strip()
     (shim / "tc").write_text(
         "#!/bin/sh\n"
-        'case "$*" in *" htb "*|*" htb") n=$(cat "$0.count" 2>/dev/null || echo 0); n=$((n+1)); echo $n > "$0.count";\n'
-        '  if [ $n -eq 3 ]; then echo "RTNETLINK answers: No buffer space available" >&2; exit 2; fi;; esac\n'
+        # deploy runs tc on several threads at once: the count is read and written under a lock, or two calls
+        # read the same n (seen: the third call failed and the count ended at 2)
+        'case "$*" in *" htb "*|*" htb") n=$(flock "$0.lock" sh -c \'n=$(cat "$1" 2>/dev/null || echo 0); '
+        'echo $((n+1)) | tee "$1"\' - "$0.count");\n'
+        '  if [ "$n" -eq 3 ]; then echo "RTNETLINK answers: No buffer space available" >&2; exit 2; fi;; esac\n'
         f'exec {real} "$@"\n'
     )
     (shim / "tc").chmod(0o755)
