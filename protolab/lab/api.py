@@ -94,7 +94,8 @@ class RunningLab(NodeAccess, Protocol):
     @property
     def containers(self) -> Mapping[str, Any] | str: ...  # each node's privileges and limits, as granted
 
-    # life cycle
+    # life cycle: teardown() removes what deploy() made, also after a deploy() that raised part way (its caller
+    # calls it then); it never raises (what it could not remove is in teardown_failures)
     def deploy(self) -> None: ...
 
     def teardown(self) -> None: ...

@@ -141,7 +141,8 @@ class ExperimentRun:
                 points = list({p.id: p for p, _rep in group}.values())
                 print(f"deploying lab {gi + 1}/{len(groups)}: {points[0].experiment.topology.describe()}",
                       flush=True)  # fmt: skip
-                lab = self._deploy(points, f"lab{gi + 1}")
+                lab = self._lab(points, f"lab{gi + 1}")
+                self._deploy(lab, f"lab{gi + 1}")
                 self._targets(lab, points, prom)
                 counters, since = session.best_effort(lab.interface_counters, {}), time.monotonic()
                 checked = self._self_check(lab, points[0].experiment)
@@ -358,7 +359,10 @@ class ExperimentRun:
         view = LiveView(self.plan.base.name, self.rundir.run_id, http_query(prom.url))
         return view if view.start() else None
 
-    def _deploy(self, points: list[Point], scope: str) -> RunningLab:
+    def _lab(self, points: list[Point], scope: str) -> RunningLab:
+        """The lab of these points, not deployed yet: the caller holds it before deploy() so that a deploy that
+        fails or is interrupted part way is torn down by the lab that made it (link emulators stopped and their
+        sockets removed, Mininet stopped), not only swept by the ledger."""
         ex = points[0].experiment
         topology = ex.topology.build()
         images, cpus, commands = node_settings(topology, ex.nodes)
@@ -371,10 +375,12 @@ class ExperimentRun:
                       limits=node_limits(topology, ex.nodes), client=self.client,
                       impairments=topology.impairments + ex.impairments, backend=self.backend,
                       ledger=self.ledger.scoped(scope))  # fmt: skip
+        return lab
+
+    def _deploy(self, lab: RunningLab, scope: str) -> None:
         lab.deploy()
         self.actions += lab.actions
         self._draw(lab, scope)
-        return lab
 
     def _draw(self, lab: RunningLab, scope: str) -> None:
         """labs/<scope>.dot and .svg: the lab as deployed (rates, configured impairments), for the report."""

@@ -251,25 +251,30 @@ def test_a_hung_task_is_stopped_by_the_watchdog(tmp_path, machine):
 
 
 def test_a_tc_command_failing_halfway_through_deploy(tmp_path, machine):
-    """The third HTB qdisc of the deploy fails as a real tc would (the rest of tc is the real one)."""
+    """The HTB qdisc of direction s1->h2 fails as a real tc would (the rest of tc is the real one), while the other
+    directions are deployed in parallel, h1->s1's link emulator among them: what the lab made before the deploy
+    failed goes with the lab's own teardown (the emulator stopped, its control socket removed), not only with the
+    ledger's sweep (which once killed the emulator and left its socket)."""
     shim = tmp_path / "bin"
     shim.mkdir()
-    real = subprocess.run(["sh", "-c", "command -v tc"], capture_output=True, text=True).stdout.strip()
+    real = {t: subprocess.run(["sh", "-c", f"command -v {t}"], capture_output=True, text=True).stdout.strip()
+            for t in ("tc", "iptables")}  # fmt: skip
     (shim / "tc").write_text(
         "#!/bin/sh\n"
-        # deploy runs tc on several threads at once: the count is read and written under a lock, or two calls
-        # read the same n (seen: the third call failed and the count ended at 2)
-        'case "$*" in *" htb "*|*" htb") n=$(flock "$0.lock" sh -c \'n=$(cat "$1" 2>/dev/null || echo 0); '
-        'echo $((n+1)) | tee "$1"\' - "$0.count");\n'
-        '  if [ "$n" -eq 3 ]; then echo "RTNETLINK answers: No buffer space available" >&2; exit 2; fi;; esac\n'
-        f'exec {real} "$@"\n'
+        'case " $* " in *" htb "*) case " $* " in *" plab-s1-eth2 "*)\n'
+        '  touch "$0.failed"; echo "RTNETLINK answers: No buffer space available" >&2; exit 2;; esac;; esac\n'
+        f'exec {real["tc"]} "$@"\n'
     )
-    (shim / "tc").chmod(0o755)
+    (shim / "iptables").write_text(f'#!/bin/sh\necho "$*" >> "$0.log"\nexec {real["iptables"]} "$@"\n')
+    for tool in ("tc", "iptables"):
+        (shim / tool).chmod(0o755)
     r = Run(tmp_path, env={"PATH": f"{shim}:{os.environ['PATH']}"})
     assert r.finish() == EXIT_INVALID, r.output[-3000:]
     reasons = _summary(r.run_dir)["invalid_reasons"]
     assert any("No buffer space available" in x for x in reasons), reasons
-    assert int((shim / "tc.count").read_text()) >= 3
+    assert (shim / "tc.failed").exists()
+    rules = (shim / "iptables.log").read_text()
+    assert "NFQUEUE" in rules, rules  # h1->s1's link emulator was started before the deploy failed
     assert cleanup.leftovers() == []
     assert root_links() == []
     _clean_leaves_nothing()
