@@ -13,7 +13,6 @@ import (
 	"io"
 	"io/fs"
 	"log/slog"
-	"net"
 	"os"
 	"runtime"
 	"strconv"
@@ -224,7 +223,7 @@ func checkHost(h nicfilter.HostSpec, ports map[string]bool) error {
 		name = "(no port)"
 	} else if ports[h.Port] {
 		errs = append(errs, fmt.Errorf("port %s given twice", h.Port))
-	} else if _, err := net.InterfaceByName(h.Port); err != nil {
+	} else if _, err := nicfilter.IfIndex(h.Port); err != nil {
 		errs = append(errs, fmt.Errorf("no interface %s in this network namespace: %w", h.Port, err))
 	}
 	ports[h.Port] = true
