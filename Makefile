@@ -94,7 +94,7 @@ rules-test: images ## promtool check of the configuration and the rules + unit t
 
 test: images lint unit rules-test go-test fuzz bench-smoke integration ## everything: lint, unit, rules, Go, fuzz, benchmarks in smoke mode, integration (what CI runs)
 
-bench: images ## benchmarks (figures, not gates), then one table of each figure, its target and the last committed result: deploy/teardown per node and against a floor, deploy over k hosts (model), impairment apply/restore, linkem pps + added delay, SPIMS vs iperf3 and a ping-pong, DIS host PDUs/s, transfer syntaxes, converter C_2 msgs/s + added delay
+bench: images ## benchmarks (figures, not gates), then one table of each figure, its target and the last committed result: deploy/teardown per node and against a floor, deploy over k hosts (model), impairment apply/restore, linkem pps + added delay, SPIMS vs iperf3 and a ping-pong, DIS host PDUs/s, transfer syntaxes, converter C_2 msgs/s + added delay, a large lab (256 and 512 hosts)
 	$(PY) -m bench
 
 # Every benchmark at tiny sizes (seconds each), written to a temporary folder: the figures mean nothing, but a

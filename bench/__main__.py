@@ -24,6 +24,7 @@ BENCHES: list[tuple[str, list[str], list[str]]] = [
     ("impair", [], ["--smoke"]),
     ("spims", [], ["--quick"]),
     ("gobench", [], ["--smoke"]),
+    ("large", [], ["--hosts", "3"]),
 ]
 
 

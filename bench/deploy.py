@@ -27,18 +27,30 @@ RATE = "100Mbit"
 
 def switched_topology(hosts: int) -> Topology:
     """The benchmark's lab: topo.build("switched", {"hosts": hosts, "rate": RATE}). Past the LAN topologies' bound
-    of 64 hosts (a spec's limit, not the lab's: addresses run to 10.0.1.253, names fit IFNAMSIZ) the validated
-    parameters are copied with more hosts."""
+    of 64 hosts (a spec's limit, not the lab's) the validated parameters are copied with more hosts; past the
+    generator's /24 (253 hosts) the hosts are numbered into one /16 instead, 10.0.1.1 ... 10.0.1.250, 10.0.2.1 ...
+    (a bridge takes up to 1024 ports; `plab-s1-eth1023` still fits IFNAMSIZ)."""
     try:
         return topo.build("switched", {"hosts": hosts, "rate": RATE})
     except pydantic.ValidationError:
-        if not 2 <= hosts <= 253:
+        if not 2 <= hosts <= MAX_HOSTS:
             raise
     kind = topo.load_all().get("switched")
     params = kind.params.model_validate({"hosts": 2, "rate": RATE}).model_copy(update={"hosts": hosts})
     t = kind.build(params)
+    if hosts > 253:
+        for i, lk in enumerate(t.links):
+            lk.ip1 = wide_ip(i + 1)
     t.validate()
     return t
+
+
+MAX_HOSTS = 1023  # a Linux bridge's ports (BR_MAX_PORTS 1024) less one spare
+
+
+def wide_ip(n: int) -> str:
+    """The n-th host's address (n from 1) in the /16 of a lab too large for a /24: 250 hosts per third octet."""
+    return f"10.0.{1 + (n - 1) // 250}.{1 + (n - 1) % 250}/16"
 
 
 def host_ip(t: Topology, host: str) -> str:

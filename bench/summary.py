@@ -118,9 +118,18 @@ def go(r: dict[str, Any]) -> Iterator[Figure]:
                              higher_is_better=True)  # fmt: skip
 
 
+def large(r: dict[str, Any]) -> Iterator[Figure]:
+    for lab in r["labs"]:
+        n = lab["hosts"]
+        yield Figure(f"large.{n}.deploy_s_per_node", lab["deploy_seconds_per_node"], "s/node")
+        yield Figure(f"large.{n}.teardown_s_per_node", lab["teardown_seconds_per_node"], "s/node")
+        yield Figure(f"large.{n}.mib_per_node", lab["available_drop_mib_per_node"], "MiB/node")
+    yield Figure("large.nodes_limit", r["nodes_limit"], f"nodes ({r['limited_by']})", higher_is_better=True)
+
+
 FIGURES: dict[str, Callable[[dict[str, Any]], Iterator[Figure]]] = {
     "deploy": deploy, "deploy-floor": deploy_floor, "multihost": multihost, "impair": impair, "spims": spims,
-    "go": go,
+    "go": go, "large": large,
 }  # fmt: skip
 
 

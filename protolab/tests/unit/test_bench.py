@@ -6,6 +6,9 @@ from __future__ import annotations
 import datetime as dt
 import json
 
+import pydantic
+import pytest
+
 from bench import gobench, summary
 
 GO_OUT = """goos: linux
@@ -70,3 +73,24 @@ def test_machine_kind_is_a_safe_file_name():
     kind = summary.machine_kind({"cpu_count": 2, "cpu_model": "AMD EPYC 7B13 64-Core Processor"})
     assert kind == "2cpu-amd-epyc-7b13"
     assert summary.machine_kind({"cpu_model": "../../etc/passwd"}) == "0cpu-etc-passwd"
+
+
+def test_a_lab_past_a_24_is_numbered_into_one_16_without_a_repeat():
+    from bench import deploy
+
+    t = deploy.switched_topology(512)
+    ips = [lk.ip1 for lk in t.links]
+    assert len(set(ips)) == 512 and ips[0] == "10.0.1.1/16" and ips[249] == "10.0.1.250/16"
+    assert ips[250] == "10.0.2.1/16" and ips[511] == "10.0.3.12/16"
+    assert deploy.switched_topology(64).links[0].ip1 == "10.0.1.1/24"  # a spec's size keeps the generator's
+    with pytest.raises(pydantic.ValidationError, match="hosts"):
+        deploy.switched_topology(deploy.MAX_HOSTS + 1)  # past the bridge's ports
+
+
+def test_large_lab_figures_name_the_size_and_the_limit():
+    r = {"labs": [{"hosts": 256, "deploy_seconds_per_node": 0.42, "teardown_seconds_per_node": 0.17,
+                   "available_drop_mib_per_node": 6.2}],
+         "nodes_limit": 1024, "limited_by": "the bridge's 1024 ports"}  # fmt: skip
+    figs = {f.key: f for f in summary.large(r)}
+    assert figs["large.256.deploy_s_per_node"].value == 0.42 and figs["large.256.mib_per_node"].value == 6.2
+    assert figs["large.nodes_limit"].value == 1024 and "bridge" in figs["large.nodes_limit"].unit
