@@ -32,6 +32,7 @@ if TYPE_CHECKING:
 MAX_CPU_BUSY_RATIO = 0.95  # both cores nearly saturated: the workload competes with the emulation itself
 MAX_SOFTIRQ_RATIO = 0.5  # half of all CPU time in softirq: packet processing is the bottleneck
 MAX_FOREIGN_CORES = 0.5  # CPU used by neither the lab (containers, engine, orchestrator) nor interrupts
+MAX_STEAL_CORES = 0.5  # CPU a virtual machine's hypervisor withheld (steal): as much a disturbance as foreign load
 AGENT_SILENT_SECONDS = 3.0  # a node's agent whose scrapes (every 1 s) all failed this long stopped answering
 
 
@@ -146,12 +147,20 @@ def assess(before: Snapshot, after: Snapshot) -> tuple[dict[str, float], list[st
     }
     wall = after.at - before.at
     if wall > 0:
-        busy = total - idle - delta.get("softirq", 0.0) - delta.get("irq", 0.0)
+        # steal is time no process of this machine ran: the hypervisor gave the core to another machine
+        steal = max(0.0, delta.get("steal", 0.0))
+        busy = total - idle - delta.get("softirq", 0.0) - delta.get("irq", 0.0) - steal
         figures["foreign_cpu_cores"] = max(0.0, busy - after.lab_cpu_delta(before)) / wall
+        figures["host_cpu_steal_cores"] = steal / wall
     reasons = []
     if figures.get("foreign_cpu_cores", 0.0) > MAX_FOREIGN_CORES:
         reasons.append(
             f"processes outside the lab used {figures['foreign_cpu_cores']:.2f} cores (> {MAX_FOREIGN_CORES})"
+        )
+    if figures.get("host_cpu_steal_cores", 0.0) > MAX_STEAL_CORES:
+        reasons.append(
+            f"the hypervisor withheld {figures['host_cpu_steal_cores']:.2f} cores from this virtual machine "
+            f"(CPU steal, > {MAX_STEAL_CORES})"
         )
     if figures["host_cpu_busy_ratio"] > MAX_CPU_BUSY_RATIO:
         reasons.append(f"host CPU {figures['host_cpu_busy_ratio']:.0%} busy (> {MAX_CPU_BUSY_RATIO:.0%})")
