@@ -7,8 +7,8 @@ from protolab.lab import guard
 
 
 def _snap(idle: float, busy: float, softirq: float = 0.0, dropped: int = 0, qdisc: int = 0, lab: float = 0.0,
-          at: float = 0.0) -> guard.Snapshot:  # fmt: skip
-    cpu = {"user": busy, "idle": idle, "softirq": softirq, "iowait": 0.0}
+          at: float = 0.0, steal: float = 0.0) -> guard.Snapshot:  # fmt: skip
+    cpu = {"user": busy, "idle": idle, "softirq": softirq, "iowait": 0.0, "steal": steal}
     return guard.Snapshot(cpu, dropped, 0, {"x": qdisc}, lab, at)
 
 
@@ -38,14 +38,12 @@ def test_load_outside_the_lab_is_a_reason():
 
 
 def test_cpu_steal_is_the_hypervisors_not_a_process_outside_the_lab():
-    # 10 s: 12 CPU-seconds "busy" by /proc/stat's user, of which 7 were steal and the lab used 2
-    cpu0 = {"user": 0.0, "idle": 0.0, "steal": 0.0}
-    cpu1 = {"user": 5.0, "idle": 8.0, "steal": 7.0}
-    figures, reasons = guard.assess(guard.Snapshot(cpu0, 0, 0, {}, 0.0, 0.0), guard.Snapshot(cpu1, 0, 0, {}, 2.0, 10.0))
+    # 10 s: 5 CPU-seconds of user time (the lab's 2 among them) and 7 the hypervisor withheld (steal)
+    figures, reasons = guard.assess(_snap(0, 0, at=0), _snap(8, 5, lab=2, at=10, steal=7))
     assert abs(figures["host_cpu_steal_cores"] - 0.7) < 1e-9 and abs(figures["foreign_cpu_cores"] - 0.3) < 1e-9
     assert reasons == ["the hypervisor withheld 0.70 cores from this virtual machine (CPU steal, > 0.5)"], reasons
-    cpu1 |= {"user": 8.0, "steal": 3.0}  # 0.3 cores of steal and 0.8 of foreign load: only the load is a reason
-    figures, reasons = guard.assess(guard.Snapshot(cpu0, 0, 0, {}, 0.0, 0.0), guard.Snapshot(cpu1, 0, 0, {}, 0.0, 10.0))
+    # 0.3 cores of steal and 0.8 of foreign load: only the load is a reason
+    figures, reasons = guard.assess(_snap(0, 0, at=0), _snap(8, 8, at=10, steal=3))
     assert abs(figures["host_cpu_steal_cores"] - 0.3) < 1e-9, figures
     assert reasons == ["processes outside the lab used 0.80 cores (> 0.5)"], reasons
 
