@@ -23,8 +23,11 @@ NIC today does); UDP datagrams are not merged.
 
 from __future__ import annotations
 
+import errno
 import gzip
 import logging
+import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -40,6 +43,8 @@ log = logging.getLogger(__name__)
 MODES = ("node", "in_context")
 PROC = Path("/proc")
 CGROUP = Path("/sys/fs/cgroup")
+KTHREAD_READY_SECONDS = 5.0  # a new kthread is first run within this, even on a machine whose cores are withheld
+KTHREAD_POLL_SECONDS = 0.01
 
 
 def napi_threads(proc: Path = PROC) -> dict[int, str]:
@@ -84,6 +89,23 @@ def move(pid: int, directory: Path) -> None:
     (f if f.exists() else directory / "cgroup.procs").write_text(f"{pid}\n")
 
 
+def move_new_kthread(pid: int, directory: Path, sleep: Callable[[float], None] = time.sleep,
+                     clock: Callable[[], float] = time.monotonic) -> None:  # fmt: skip
+    """move() of a kthread just made. The kernel refuses (EINVAL) to move a kthread into a cgroup until it has run
+    once after its creator woke it (the task's no_cgroup_migration, cleared by cgroup_kthread_ready: kernel commit
+    77f88796cee8); on a machine whose cores are busy or withheld by a hypervisor that first run can come late. The
+    move is tried again until the kthread has run, up to KTHREAD_READY_SECONDS; then the kernel's refusal stands."""
+    deadline = clock() + KTHREAD_READY_SECONDS
+    while True:
+        try:
+            move(pid, directory)
+            return
+        except OSError as exc:
+            if exc.errno != errno.EINVAL or clock() >= deadline:
+                raise OSError(exc.errno, f"napi kthread {pid} into {directory}: {exc.strerror}") from None
+        sleep(KTHREAD_POLL_SECONDS)
+
+
 @dataclass
 class ReceiveCpu:
     """Threaded NAPI per node interface, its kthreads in the node's cgroup (mode `node`), and their way back."""
@@ -119,7 +141,7 @@ class ReceiveCpu:
             )
         for _, directory in cpu_cgroups(pid, self.proc, self.root):
             for p in mine:
-                move(p, directory)
+                move_new_kthread(p, directory)
         self.threads[node] = mine
         return mine
 

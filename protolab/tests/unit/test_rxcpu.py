@@ -91,3 +91,51 @@ def test_irq_time_accounting_is_read_from_the_kernel_config(tmp_path):
     f.write_bytes(gzip.compress(b"# x\n# CONFIG_IRQ_TIME_ACCOUNTING is not set\n"))
     assert rxcpu.irq_time_accounting(f) is False
     assert rxcpu.irq_time_accounting(tmp_path / "absent.gz") is None
+
+
+def test_a_new_kthread_the_kernel_will_not_move_yet_is_moved_once_it_has_run(tmp_path, monkeypatch):
+    """EINVAL until the kthread's first run (no_cgroup_migration): tried again, not a failed deployment."""
+    import errno
+
+    calls: list[int] = []
+
+    def refusing(pid, directory):
+        calls.append(pid)
+        if len(calls) < 3:
+            raise OSError(errno.EINVAL, "Invalid argument")
+
+    monkeypatch.setattr(rxcpu, "move", refusing)
+    rxcpu.move_new_kthread(42, tmp_path, sleep=lambda _s: None)
+    assert calls == [42, 42, 42]
+
+
+def test_a_kthread_the_kernel_keeps_refusing_is_an_error_naming_it(tmp_path, monkeypatch):
+    import errno
+
+    now = [0.0]
+
+    def refusing(pid, directory):
+        raise OSError(errno.EINVAL, "Invalid argument")
+
+    def sleep(s):
+        now[0] += s
+
+    monkeypatch.setattr(rxcpu, "move", refusing)
+    with pytest.raises(OSError, match="napi kthread 42 into") as exc:
+        rxcpu.move_new_kthread(42, tmp_path, sleep=sleep, clock=lambda: now[0])
+    assert exc.value.errno == errno.EINVAL and now[0] >= rxcpu.KTHREAD_READY_SECONDS
+
+
+def test_other_refusals_are_not_tried_again(tmp_path, monkeypatch):
+    import errno
+
+    calls: list[int] = []
+
+    def refusing(pid, directory):
+        calls.append(pid)
+        raise OSError(errno.ESRCH, "No such process")
+
+    monkeypatch.setattr(rxcpu, "move", refusing)
+    with pytest.raises(OSError):
+        rxcpu.move_new_kthread(42, tmp_path, sleep=lambda _s: None)
+    assert calls == [42]
