@@ -107,6 +107,8 @@ class ExperimentRun:
         self.exporter_target: dict[str, Any] | None = None
         self.self_checks: list[dict[str, Any]] = []
         self.fault_rows: list[dict[str, Any]] = []
+        self._pending_raw: list[tuple[Any, ...]] = []  # the measurement being attempted's (_measure keeps them)
+        self._pending_faults: list[dict[str, Any]] = []
         self.repetitions: dict[str, dict[str, Any]] = {}  # per point under RepeatUntil: n, converged, nsd
         self.teardown_failures: list[str] = []
         self.closing_failures: list[str] = []  # steps of _close that failed (a full disk, a read-only folder)
@@ -420,6 +422,46 @@ class ExperimentRun:
         return results
 
     def _measure(self, point: Point, rep: int, lab: RunningLab, prom: monitor.Prometheus) -> dict[str, Any]:
+        """One measurement. One the machine's surroundings disturbed (guard.disturbed: the hypervisor withheld cores,
+        or processes outside the lab ran) is measured again once the cores are back (guard.wait_for_cores), up to
+        guard.REMEASURE_DISTURBED times: its invalid reasons, fault events and raw series are dropped, its guard figures
+        kept under the measurement's `disturbed_attempts`. The last attempt stands whatever it shows."""
+        key = f"{point.id}/{rep}"
+        attempts: list[dict[str, Any]] = []
+        for attempt in range(guard.REMEASURE_DISTURBED + 1):
+            marks = len(self.invalid)
+            self._pending_raw, self._pending_faults = [], []
+            try:
+                row = self._attempt(point, rep, lab, prom)
+            except BaseException:
+                self._keep_pending()  # an attempt that failed keeps what it did (its faults' events above all)
+                raise
+            why = guard.disturbed(self.guard[key]["figures"])
+            if not why or attempt == guard.REMEASURE_DISTURBED:
+                break
+            attempts.append(self.guard[key])
+            dropped = self.invalid[marks:]
+            del self.invalid[marks:]
+            print(f"  {point.id} rep {rep + 1} was disturbed from outside the lab "
+                  f"({'; '.join(self.guard[key]['reasons'])}): measuring it again", flush=True)  # fmt: skip
+            attempts[-1] = {**attempts[-1], "invalid_reasons": dropped,
+                            "cores_wait": guard.wait_for_cores(lambda line: print(line, flush=True))}  # fmt: skip
+        if attempts:
+            self.guard[key]["disturbed_attempts"] = attempts
+        self._keep_pending()
+        return row
+
+    def _keep_pending(self) -> None:
+        """The attempt's raw series and fault events into the run's."""
+        self.raw.write_rows(self._pending_raw)
+        for rec in self._pending_faults:
+            self.fault_rows.append(rec)
+            self.faults_log.append(rec)
+        self._pending_raw, self._pending_faults = [], []
+
+    def _attempt(self, point: Point, rep: int, lab: RunningLab, prom: monitor.Prometheus) -> dict[str, Any]:
+        """One attempt at a measurement: its row; its raw series and fault events held in _pending_raw and
+        _pending_faults until _measure keeps them."""
         ex = point.experiment
         row: dict[str, Any] = {"point": point.id, "repetition": rep, **{k: _cell(v) for k, v in point.values.items()}}
         # the last measurement's queues, flows and fragments gone from the lab, or this one is invalid
@@ -453,7 +495,7 @@ class ExperimentRun:
         time.sleep(SCRAPE_SETTLE_SECONDS)
 
         def keep(phase_name: str, series: str, labels: dict[str, str], ts: float, value: float) -> None:
-            self.raw.write(point.id, rep, phase_name, series, labels, ts, value)
+            self._pending_raw.append((point.id, rep, phase_name, series, labels, ts, value))
 
         if any(phase.faults for phase in ex.phases) and self.exporter_target:
             collect.fault_timeline(windows, ex.warmup, prom, keep)
@@ -467,8 +509,7 @@ class ExperimentRun:
             errors = []
             for ev in out.events:
                 rec = {"point": point.id, "repetition": rep, "phase": out.name, **ev.record()}
-                self.fault_rows.append(rec)
-                self.faults_log.append(rec)
+                self._pending_faults.append(rec)  # kept by _measure with the attempt
                 if rec["timing_error_seconds"] is not None:
                     errors.append(abs(rec["timing_error_seconds"]))
                 if ev.error:
@@ -499,7 +540,7 @@ class ExperimentRun:
                 continue
             row.update(r.fault_edges(out.events))  # probes that can see outages compare them with the events
             for series, ts, value, *labels in r.series():
-                self.raw.write(point.id, rep, out.name, series, labels[0] if labels else {}, ts, value)
+                self._pending_raw.append((point.id, rep, out.name, series, labels[0] if labels else {}, ts, value))
 
     def _destroy(self, lab: RunningLab) -> None:
         killpoint("teardown")  # test hook (protolab.killpoint), before each step of a teardown

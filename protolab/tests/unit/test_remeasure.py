@@ -1,0 +1,138 @@
+"""A measurement disturbed from outside the lab (the hypervisor's steal, foreign processes) is measured again once
+the cores are back; the disturbed attempt leaves nothing in the results but its guard figures."""
+
+from __future__ import annotations
+
+from types import SimpleNamespace
+
+import pytest
+
+from protolab.lab import guard
+from protolab.orchestrator.experiment import ExperimentRun
+
+STEAL = {"host_cpu_steal_cores": 0.7, "foreign_cpu_cores": 0.0}
+CLEAN = {"host_cpu_steal_cores": 0.0, "foreign_cpu_cores": 0.1}
+BUSY = {"host_cpu_steal_cores": 0.0, "foreign_cpu_cores": 0.0, "host_cpu_busy_ratio": 0.99}
+
+
+class Written:
+    def __init__(self) -> None:
+        self.rows: list[tuple] = []
+
+    def write_rows(self, rows):
+        self.rows += list(rows)
+        return len(rows)
+
+
+def _run(monkeypatch, outcomes: list[dict[str, float]]) -> tuple[ExperimentRun, list[str]]:
+    """A run whose attempts (fake) show `outcomes`' guard figures one after the other."""
+    run = ExperimentRun.__new__(ExperimentRun)
+    run.invalid, run.guard, run.fault_rows = ["from before"], {}, []
+    run.raw, run.faults_log = Written(), SimpleNamespace(lines=[])
+    run.faults_log.append = run.faults_log.lines.append
+    waits: list[str] = []
+    monkeypatch.setattr(guard, "wait_for_cores", lambda say: waits.append("waited") or {"waited_seconds": 1.0})
+    seq = iter(range(len(outcomes)))
+
+    def attempt(point, rep, lab, prom):
+        i = next(seq)
+        figures = outcomes[i]
+        reasons = [f"attempt {i} reason"] if guard.disturbed(figures) or figures is BUSY else []
+        run.guard[f"{point.id}/{rep}"] = {"figures": figures, "reasons": reasons}
+        run.invalid += [f"{point.id} rep {rep}: attempt {i} invalid"] + reasons
+        run._pending_raw.append((point.id, rep, "main", "s", {}, float(i), float(i)))
+        run._pending_faults.append({"attempt": i})
+        return {"point": point.id, "repetition": rep, "attempt": i}
+
+    monkeypatch.setattr(run, "_attempt", attempt)
+    return run, waits
+
+
+POINT = SimpleNamespace(id="p000")
+
+
+def test_a_measurement_the_hypervisor_disturbed_is_measured_again_and_only_the_clean_attempt_counts(monkeypatch):
+    run, waits = _run(monkeypatch, [STEAL, CLEAN])
+    row = run._measure(POINT, 0, None, None)
+    assert row["attempt"] == 1
+    assert run.invalid == ["from before", "p000 rep 0: attempt 1 invalid"]
+    assert [r[5] for r in run.raw.rows] == [1.0]  # the disturbed attempt's series are not in the raw file
+    assert run.fault_rows == [{"attempt": 1}] and run.faults_log.lines == [{"attempt": 1}]
+    first = run.guard["p000/0"]["disturbed_attempts"]
+    assert len(first) == 1 and first[0]["figures"] is STEAL
+    assert first[0]["invalid_reasons"] == ["p000 rep 0: attempt 0 invalid", "attempt 0 reason"]
+    assert waits == ["waited"]
+
+
+def test_the_last_attempt_stands_disturbed_or_not(monkeypatch):
+    run, waits = _run(monkeypatch, [STEAL] * (guard.REMEASURE_DISTURBED + 1))
+    row = run._measure(POINT, 2, None, None)
+    assert row["attempt"] == guard.REMEASURE_DISTURBED
+    assert f"attempt {guard.REMEASURE_DISTURBED} reason" in run.invalid  # the run says it was disturbed
+    assert len(run.guard["p000/2"]["disturbed_attempts"]) == guard.REMEASURE_DISTURBED
+    assert len(waits) == guard.REMEASURE_DISTURBED
+
+
+def test_the_labs_own_load_is_not_measured_again(monkeypatch):
+    run, waits = _run(monkeypatch, [BUSY, CLEAN])
+    row = run._measure(POINT, 0, None, None)
+    assert row["attempt"] == 0 and "attempt 0 reason" in run.invalid
+    assert "disturbed_attempts" not in run.guard["p000/0"] and waits == []
+
+
+def test_an_attempt_that_fails_keeps_its_fault_events(monkeypatch):
+    run, _ = _run(monkeypatch, [CLEAN])
+
+    def failing(point, rep, lab, prom):
+        run._pending_faults.append({"link": "down"})
+        raise RuntimeError("a task failed")
+
+    monkeypatch.setattr(run, "_attempt", failing)
+    with pytest.raises(RuntimeError):
+        run._measure(POINT, 0, None, None)
+    assert run.fault_rows == [{"link": "down"}]
+
+
+def test_waiting_for_the_cores_probes_until_the_hypervisor_gives_them_back():
+    now = [0.0]
+    probes = iter([0.8, 0.6, 0.1])
+    said: list[str] = []
+
+    def sleep(s: float) -> None:
+        now[0] += s
+
+    out = guard.wait_for_cores(said.append, probe=lambda: next(probes), sleep=sleep, clock=lambda: now[0])
+    assert out == {"waited_seconds": 2 * guard.CORES_POLL_SECONDS, "stolen_cores": 0.1}
+    assert len(said) == 1 and "0.80 cores" in said[0]
+
+
+def test_waiting_for_the_cores_gives_up_at_its_bound():
+    now = [0.0]
+
+    def sleep(s: float) -> None:
+        now[0] += s
+
+    out = guard.wait_for_cores(lambda _l: None, probe=lambda: 0.9, sleep=sleep, clock=lambda: now[0], max_wait=10)
+    assert out["stolen_cores"] == 0.9 and 10 <= out["waited_seconds"] < 10 + guard.CORES_POLL_SECONDS
+
+
+def test_no_wait_without_steal():
+    said: list[str] = []
+    out = guard.wait_for_cores(said.append, probe=lambda: 0.0, sleep=pytest.fail, clock=lambda: 5.0)
+    assert out == {"waited_seconds": 0.0, "stolen_cores": 0.0} and said == []
+
+
+def test_the_probe_asks_every_core_for_its_time():
+    """The real probe on this machine: every core busy (or withheld) for the probe's time, and a figure within reach."""
+    import os
+
+    import psutil
+
+    cores = os.cpu_count() or 1
+    before = psutil.cpu_times()
+    stolen = guard.stolen_cores(0.3)
+    after = psutil.cpu_times()
+    asked = sum(getattr(after, k) - getattr(before, k) for k in ("user", "nice", "system", "softirq", "irq", "steal"))
+    assert 0.0 <= stolen <= cores
+    assert asked >= 0.5 * 0.3 * cores  # half of what it asked for at least: the loops ran on every core
+
