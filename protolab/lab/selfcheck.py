@@ -42,7 +42,7 @@ from ..workloads.iperf3_runner import Iperf3Runner
 from ..workloads.ping_runner import Echo, unanswered_runs
 from ..workloads.ping_runner import parse as parse_ping
 from ..workloads.ping_runner import summary as ping_summary
-from . import impair
+from . import guard, impair
 from .impair import Endpoint
 
 if TYPE_CHECKING:
@@ -400,6 +400,30 @@ def check_direction(lab: RunningLab, p: ProbePath, want: Expected) -> dict[str, 
     return out
 
 
+def check_undisturbed(lab: RunningLab, p: ProbePath, want: Expected, log: Any = print,
+                      check: Any = None, steal: Any = None, wait: Any = None) -> dict[str, Any]:  # fmt: skip
+    """check_direction, made again (up to guard.REMEASURE_DISTURBED times, once the cores are back:
+    guard.wait_for_cores) when the hypervisor withheld more than guard.MAX_STEAL_CORES during it: a check whose
+    probes waited for their cores measures the machine, and its noise-derived bound widens until a real error
+    passes. The result has the steal during it (`stolen_cores`) and any disturbed attempt's (`disturbed_attempts`).
+    check, steal, wait: check_direction, guard.steal_seconds and guard.wait_for_cores (replaced in unit tests)."""
+    check, steal, wait = check or check_direction, steal or guard.steal_seconds, wait or guard.wait_for_cores
+    attempts: list[dict[str, Any]] = []
+    for attempt in range(guard.REMEASURE_DISTURBED + 1):
+        t0, s0 = time.monotonic(), steal()
+        res = check(lab, p, want)
+        stolen = max(0.0, steal() - s0) / max(time.monotonic() - t0, 1e-9)
+        if stolen <= guard.MAX_STEAL_CORES or attempt == guard.REMEASURE_DISTURBED:
+            break
+        log(f"self-check {p.src}->{p.dst}: the hypervisor withheld {stolen:.2f} cores during it; checking again")
+        attempts.append({"stolen_cores": round(stolen, 3), "passed": res["passed"], "failures": res["failures"],
+                         "cores_wait": wait(log)})  # fmt: skip
+    res["stolen_cores"] = round(stolen, 3)
+    if attempts:
+        res["disturbed_attempts"] = attempts
+    return res
+
+
 def run_all(lab: RunningLab, log: Any = print, family: int = 4) -> list[dict[str, Any]]:
     """Probe every direction the spec impairs, over IPv4 or (family 6) IPv6; one result per direction (probed or
     not, and why)."""
@@ -413,7 +437,7 @@ def run_all(lab: RunningLab, log: Any = print, family: int = 4) -> list[dict[str
             log(f"self-check {d[0]}->{d[1]}: not probed ({p})")
             continue
         want = expected(p, lab.configured, spec_rated)
-        res = check_direction(lab, p, want)
+        res = check_undisturbed(lab, p, want, log)
         results.append(res)
         log(f"self-check {d[0]}->{d[1]} via {p.src}->{p.dst}: " + summarize(res))
     return results

@@ -136,3 +136,27 @@ def test_the_probe_asks_every_core_for_its_time():
     assert 0.0 <= stolen <= cores
     assert asked >= 0.5 * 0.3 * cores  # half of what it asked for at least: the loops ran on every core
 
+
+def test_a_self_check_the_hypervisor_disturbed_is_made_again():
+    from protolab.lab import selfcheck
+
+    results = iter([{"passed": True, "failures": []}, {"passed": False, "failures": ["RTT 10.5 ms"]}])
+    steal = iter([0.0, 30.0, 30.0, 30.0])  # 30 s withheld during the first check (far more than 0.5 cores)
+    waits: list[str] = []
+    p = SimpleNamespace(src="h1", dst="h2")
+    res = selfcheck.check_undisturbed(None, p, None, log=lambda _l: None, check=lambda *_a: next(results),
+                                      steal=lambda: next(steal), wait=lambda _log: waits.append("w") or {})  # fmt: skip
+    assert res["passed"] is False and res["failures"] == ["RTT 10.5 ms"]  # the undisturbed check's verdict stands
+    assert res["stolen_cores"] == 0.0 and waits == ["w"]
+    (first,) = res["disturbed_attempts"]
+    assert first["passed"] is True and first["stolen_cores"] > guard.MAX_STEAL_CORES
+
+
+def test_an_undisturbed_self_check_is_made_once():
+    from protolab.lab import selfcheck
+
+    calls: list[int] = []
+    res = selfcheck.check_undisturbed(None, SimpleNamespace(src="a", dst="b"), None, log=lambda _l: None,
+                                      check=lambda *_a: calls.append(1) or {"passed": True, "failures": []},
+                                      steal=lambda: 1.0, wait=pytest.fail)  # fmt: skip
+    assert calls == [1] and "disturbed_attempts" not in res and res["stolen_cores"] == 0.0
