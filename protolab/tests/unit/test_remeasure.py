@@ -160,3 +160,12 @@ def test_an_undisturbed_self_check_is_made_once():
                                       check=lambda *_a: calls.append(1) or {"passed": True, "failures": []},
                                       steal=lambda: 1.0, wait=pytest.fail)  # fmt: skip
     assert calls == [1] and "disturbed_attempts" not in res and res["stolen_cores"] == 0.0
+
+
+def test_a_self_checks_line_says_the_steal_beside_its_figures():
+    from protolab.lab import selfcheck
+
+    res = {"passed": True, "failures": [], "configured": {"rtt_seconds": 0.01}, "stolen_cores": 0.28,
+           "measured": {"rtt_mean_seconds": 0.0104, "rtt_bound_seconds": 0.0009}}  # fmt: skip
+    assert "0.28 cores withheld by the hypervisor" in selfcheck.summarize(res)
+    assert "withheld" not in selfcheck.summarize(res | {"stolen_cores": 0.02})
