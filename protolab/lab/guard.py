@@ -165,11 +165,12 @@ def assess(before: Snapshot, after: Snapshot) -> tuple[dict[str, float], list[st
         figures["foreign_cpu_cores"] = max(0.0, busy - after.lab_cpu_delta(before)) / wall
         figures["host_cpu_steal_cores"] = steal / wall
     reasons = []
-    if figures.get("foreign_cpu_cores", 0.0) > MAX_FOREIGN_CORES:
+    outside = disturbed(figures)
+    if "foreign" in outside:
         reasons.append(
             f"processes outside the lab used {figures['foreign_cpu_cores']:.2f} cores (> {MAX_FOREIGN_CORES})"
         )
-    if figures.get("host_cpu_steal_cores", 0.0) > MAX_STEAL_CORES:
+    if "steal" in outside:
         reasons.append(
             f"the hypervisor withheld {figures['host_cpu_steal_cores']:.2f} cores from this virtual machine "
             f"(CPU steal, > {MAX_STEAL_CORES})"

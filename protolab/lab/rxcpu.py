@@ -43,7 +43,7 @@ log = logging.getLogger(__name__)
 MODES = ("node", "in_context")
 PROC = Path("/proc")
 CGROUP = Path("/sys/fs/cgroup")
-KTHREAD_READY_SECONDS = 5.0  # a new kthread is first run within this, even on a machine whose cores are withheld
+KTHREAD_READY_SECONDS = 5.0  # how long a new kthread's first run is waited for before the kernel's EINVAL stands
 KTHREAD_POLL_SECONDS = 0.01
 
 

@@ -436,16 +436,14 @@ class ExperimentRun:
             except BaseException:
                 self._keep_pending()  # an attempt that failed keeps what it did (its faults' events above all)
                 raise
-            why = guard.disturbed(self.guard[key]["figures"])
-            if not why or attempt == guard.REMEASURE_DISTURBED:
+            if not guard.disturbed(self.guard[key]["figures"]) or attempt == guard.REMEASURE_DISTURBED:
                 break
-            attempts.append(self.guard[key])
             dropped = self.invalid[marks:]
             del self.invalid[marks:]
             print(f"  {point.id} rep {rep + 1} was disturbed from outside the lab "
                   f"({'; '.join(self.guard[key]['reasons'])}): measuring it again", flush=True)  # fmt: skip
-            attempts[-1] = {**attempts[-1], "invalid_reasons": dropped,
-                            "cores_wait": guard.wait_for_cores(lambda line: print(line, flush=True))}  # fmt: skip
+            wait = guard.wait_for_cores(lambda line: print(line, flush=True))
+            attempts.append({**self.guard[key], "invalid_reasons": dropped, "cores_wait": wait})
         if attempts:
             self.guard[key]["disturbed_attempts"] = attempts
         self._keep_pending()
