@@ -6,7 +6,9 @@ goes down the way a cable is pulled at the switch: the end in the root namespace
 node-to-node link, the second node's end) is set down (protolab.lab.linkstate), so the other end loses carrier
 and keeps its addresses and routes, as a host does when its cable is unplugged. Every event is executed from one thread
 against the monotonic clock and recorded with its planned and actual time; the recorded error is what the
-timing bound (20 ms) checks; a node event's actual time is when its Docker call took effect. Active faults
+timing bound (20 ms) checks; a node event's actual time is when its Docker call took effect. Beside it is the CPU
+time the hypervisor withheld while the event was carried out (/proc/stat's steal, in 10 ms ticks), which a late
+event on a virtual machine may owe to its neighbours rather than to the schedule. Active faults
 are exported as Prometheus gauges (`protolab_fault_active{link,fault}`, a node's name in `link`) by the
 orchestrator. After the phase the lab's links are restored by `lab.links.restore()` and what node events
 changed by `Schedule.restore()`.
@@ -19,7 +21,7 @@ import time
 from typing import TYPE_CHECKING, Any
 
 from ..model.faults import Event
-from . import chaos
+from . import chaos, guard
 
 if TYPE_CHECKING:
     from .api import RunningLab
@@ -56,7 +58,7 @@ class Schedule:
                     time.sleep(min(left - 0.002, 0.5))  # coarse sleep, then spin the last 2 ms
             if self._stop.is_set():
                 return
-            effect = None
+            effect, stolen = None, guard.steal_seconds()
             try:
                 effect = self._apply(ev)
             except Exception as exc:  # recorded in the results; the run is flagged by the timing/fault checks
@@ -64,6 +66,7 @@ class Schedule:
             now, wall = time.monotonic(), time.time()
             at = effect if effect is not None else now
             ev.actual, ev.wall = at - t0, wall - (now - at)
+            ev.stolen = round(max(0.0, guard.steal_seconds() - stolen), 3)
             if self.on_event:
                 self.on_event(ev)
 

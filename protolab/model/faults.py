@@ -320,6 +320,7 @@ class Event:
     actual: float | None = field(default=None, compare=False)  # seconds after the phase start
     wall: float | None = field(default=None, compare=False)  # unix time when it took effect
     error: str | None = field(default=None, compare=False)
+    stolen: float | None = field(default=None, compare=False)  # CPU seconds the hypervisor withheld while carried out
 
     def record(self) -> dict[str, Any]:
         """A row of faults.csv (and raw/faults.jsonl); columns added later come last."""
@@ -333,6 +334,7 @@ class Event:
             "error": self.error,
             "target": "node" if self.node is not None else "link",
             "detail": self.detail,
+            "stolen_seconds": self.stolen,
         }
 
 

@@ -422,10 +422,11 @@ class ExperimentRun:
         return results
 
     def _measure(self, point: Point, rep: int, lab: RunningLab, prom: monitor.Prometheus) -> dict[str, Any]:
-        """One measurement. One the machine's surroundings disturbed (guard.disturbed: the hypervisor withheld cores,
-        or processes outside the lab ran) is measured again once the cores are back (guard.wait_for_cores), up to
-        guard.REMEASURE_DISTURBED times: its invalid reasons, fault events and raw series are dropped, its guard figures
-        kept under the measurement's `disturbed_attempts`. The last attempt stands whatever it shows."""
+        """One measurement. One the machine's surroundings disturbed (guard.disturbed: the hypervisor withheld cores
+        or held up a fault event, or processes outside the lab ran) is measured again once the cores are back
+        (guard.wait_for_cores), up to guard.REMEASURE_DISTURBED times: its invalid reasons, fault events and raw
+        series are dropped, its guard figures kept under the measurement's `disturbed_attempts`. The last attempt
+        stands whatever it shows."""
         key = f"{point.id}/{rep}"
         attempts: list[dict[str, Any]] = []
         for attempt in range(guard.REMEASURE_DISTURBED + 1):
@@ -440,8 +441,11 @@ class ExperimentRun:
                 break
             dropped = self.invalid[marks:]
             del self.invalid[marks:]
-            print(f"  {point.id} rep {rep + 1} was disturbed from outside the lab "
-                  f"({'; '.join(self.guard[key]['reasons'])}): measuring it again", flush=True)  # fmt: skip
+            why = list(self.guard[key]["reasons"])
+            if stolen := self.guard[key]["figures"].get("fault_event_stolen_max_seconds"):
+                why.append(f"a fault event lost {stolen * 1e3:.0f} ms of CPU time to the hypervisor")
+            print(f"  {point.id} rep {rep + 1} was disturbed from outside the lab ({'; '.join(why)}): "
+                  "measuring it again", flush=True)  # fmt: skip
             wait = guard.wait_for_cores(lambda line: print(line, flush=True))
             attempts.append({**self.guard[key], "invalid_reasons": dropped, "cores_wait": wait})
         if attempts:
@@ -483,6 +487,8 @@ class ExperimentRun:
             self.invalid.append(f"{point.id} rep {rep} ({point.label()}): " + "; ".join(down))
         after = guard.snapshot(unshaped, lab_pids, procs)
         figures, reasons = guard.assess(before, after)
+        if stolen := [r["stolen_seconds"] for r in self._pending_faults if r.get("stolen_seconds") is not None]:
+            figures["fault_event_stolen_max_seconds"] = max(stolen)
         self.guard[f"{point.id}/{rep}"] = {"figures": figures, "reasons": reasons, "idle_at_start": idle}
         if hosts_before:  # any host's saturation invalidates the measurement too
             host_figures, host_reasons = guard.assess_hosts(hosts_before, lab.host_guards())

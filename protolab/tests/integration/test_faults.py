@@ -71,7 +71,8 @@ def test_runner_executes_records_and_exports_a_fault_schedule(tmp_path, no_lefto
     run = latest(tmp_path, "flap")
     events = list(csv.DictReader((run / "faults.csv").open()))
     assert [(e["link"], e["action"]) for e in events] == [("h1-s1", "set"), ("h2-s1", "down"), ("h2-s1", "up")]
-    assert all(abs(float(e["timing_error_seconds"])) < 0.02 and not e["error"] for e in events), events
+    said = [(e["action"], e["timing_error_seconds"], e["stolen_seconds"], e["error"]) for e in events]
+    assert all(abs(float(e["timing_error_seconds"])) < 0.02 and not e["error"] for e in events), said
     summary = json.loads((run / "summary.json").read_text())
     assert summary["valid"] and summary["checks"][0]["passed"], summary
     # Prometheus scraped the orchestrator's gauges: the outage is in the run's raw series

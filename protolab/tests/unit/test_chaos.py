@@ -7,6 +7,7 @@ import base64
 import csv
 import shutil
 import subprocess
+import threading
 import time
 from collections import namedtuple
 from types import SimpleNamespace
@@ -357,6 +358,22 @@ def test_the_schedule_runs_node_events_through_chaos_and_records_what_they_did()
     assert lab.links.calls == [(("h2", "s1"), "down")]
     assert c.attrs["HostConfig"]["NanoCpus"] == 5 * 10**8
     assert s.restore() == [] and c.attrs["HostConfig"]["NanoCpus"] == 10**9
+
+
+def test_an_event_records_what_the_hypervisor_withheld_while_it_was_carried_out(monkeypatch):
+    from protolab.lab import guard
+
+    steal = iter([10.0, 10.03])  # before and after the event: 30 ms of CPU time withheld
+    monkeypatch.setattr(guard, "steal_seconds", lambda: next(steal))
+    lab = lab_of()
+    lab.links = FakeLinks()
+    (down,) = Fault.model_validate({"link": ["h2", "s1"], "at": "0s", "action": "down"}).events(1.0)[:1]
+    ran = threading.Event()
+    s = Schedule([down], lab, on_event=lambda ev: ran.set())
+    s.start(time.monotonic())
+    assert ran.wait(5)
+    (done,) = s.stop()
+    assert done.stolen == 0.03 and done.record()["stolen_seconds"] == 0.03
 
 
 def test_node_faults_are_gauged_under_the_nodes_name_in_link():

@@ -93,17 +93,20 @@ def test_an_attempt_that_fails_keeps_its_fault_events(monkeypatch):
     assert run.fault_rows == [{"link": "down"}]
 
 
-def test_waiting_for_the_cores_probes_until_the_hypervisor_gives_them_back():
+def test_waiting_for_the_cores_probes_until_the_hypervisor_gives_them_back_for_a_while():
+    """A lone quiet probe in a burst is a lull: the wait goes on until QUIET_PROBES quiet probes in a row."""
     now = [0.0]
-    probes = iter([0.8, 0.6, 0.1])
+    quiet = guard.QUIET_STEAL_CORES
+    probes = iter([0.8, 0.6, quiet, 0.7] + [0.1] * (guard.QUIET_PROBES - 1) + [quiet])
     said: list[str] = []
 
     def sleep(s: float) -> None:
         now[0] += s
 
     out = guard.wait_for_cores(said.append, probe=lambda: next(probes), sleep=sleep, clock=lambda: now[0])
-    assert out == {"waited_seconds": 2 * guard.CORES_POLL_SECONDS, "stolen_cores": 0.1}
+    assert out == {"waited_seconds": (3 + guard.QUIET_PROBES) * guard.CORES_POLL_SECONDS, "stolen_cores": quiet}
     assert len(said) == 1 and "0.80 cores" in said[0]
+    assert next(probes, None) is None  # not one probe more than it needed
 
 
 def test_waiting_for_the_cores_gives_up_at_its_bound():
@@ -169,3 +172,11 @@ def test_a_self_checks_line_says_the_steal_beside_its_figures():
            "measured": {"rtt_mean_seconds": 0.0104, "rtt_bound_seconds": 0.0009}}  # fmt: skip
     assert "0.28 cores withheld by the hypervisor" in selfcheck.summarize(res)
     assert "withheld" not in selfcheck.summarize(res | {"stolen_cores": 0.02})
+
+
+def test_a_fault_event_the_hypervisor_held_up_disturbs_its_measurement():
+    assert guard.disturbed({"fault_event_stolen_max_seconds": guard.MAX_EVENT_STEAL_SECONDS}) == [
+        "steal at a fault event"
+    ]
+    assert guard.disturbed({"fault_event_stolen_max_seconds": 0.0}) == []
+    assert guard.disturbed({"fault_event_stolen_max_seconds": None}) == []  # a phase without events
