@@ -473,20 +473,24 @@ class ExperimentRun:
         unshaped = lab.unshaped()
         lab_pids = [n.pid for n in lab.nodes.values()] + self.monitor_pids + lab.cgroup_pids()
         procs = lab.service_pids()
-        before = guard.snapshot(unshaped, lab_pids, procs)
-        hosts_before = lab.host_guards()  # testbed hosts with kernels of their own: their keepers' snapshots
-        windows: list[collect.Window] = []
-        for phase in ex.phases:
-            where = f"{point.id} rep {rep} phase {phase.name}"
-            if self.view:
-                self.view.update(phase=phase.name)
-            out = run_phase(phase, lab, ex.warmup, self.task_timeout_margin, self.exporter, where)
-            self._record_phase(point, rep, out, row, lab)
-            windows.append((phase.name, *out.window))
-        if down := guard.helpers_down(lab, prom, before.at, ex.phases):  # link emulator, NIC filter, agent, keeper
-            self.invalid.append(f"{point.id} rep {rep} ({point.label()}): " + "; ".join(down))
-        after = guard.snapshot(unshaped, lab_pids, procs)
-        figures, reasons = guard.assess(before, after)
+        steal = guard.StealWatch().start()  # the steal in each second of it, beside the whole's
+        try:
+            before = guard.snapshot(unshaped, lab_pids, procs)
+            hosts_before = lab.host_guards()  # testbed hosts with kernels of their own: their keepers' snapshots
+            windows: list[collect.Window] = []
+            for phase in ex.phases:
+                where = f"{point.id} rep {rep} phase {phase.name}"
+                if self.view:
+                    self.view.update(phase=phase.name)
+                out = run_phase(phase, lab, ex.warmup, self.task_timeout_margin, self.exporter, where)
+                self._record_phase(point, rep, out, row, lab)
+                windows.append((phase.name, *out.window))
+            if down := guard.helpers_down(lab, prom, before.at, ex.phases):  # emulator, NIC filter, agent, keeper
+                self.invalid.append(f"{point.id} rep {rep} ({point.label()}): " + "; ".join(down))
+            after = guard.snapshot(unshaped, lab_pids, procs)
+        finally:
+            peak = steal.stop()
+        figures, reasons = guard.assess(before, after, steal_peak=round(peak, 3))
         if stolen := [r["stolen_seconds"] for r in self._pending_faults if r.get("stolen_seconds") is not None]:
             figures["fault_event_stolen_max_seconds"] = max(stolen)
         self.guard[f"{point.id}/{rep}"] = {"figures": figures, "reasons": reasons, "idle_at_start": idle}

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import pytest
+
 from protolab import counters
 from protolab.lab import guard
 
@@ -91,3 +93,39 @@ def test_each_host_with_a_kernel_of_its_own_is_assessed_from_its_keepers_snapsho
     assert "on gone: no guard reading after the measurement" in reasons
     assert not any(r.startswith("on far") for r in reasons)
     assert guard.from_json(dataclasses.asdict(quiet[1]) | {"extra": 1}) == quiet[1]
+
+
+def test_the_peak_rate_is_the_worst_window_not_the_mean():
+    # 10 s sampled every 0.25 s: 0.6 s of steal in the second from 4 s on, none else (mean 0.06 cores)
+    samples = [(t / 4, 0.6 * min(max(t / 4 - 4.0, 0.0), 1.0)) for t in range(41)]
+    assert guard.peak_rate(samples, 1.0) == pytest.approx(0.6)
+    assert guard.peak_rate(samples, 10.0) == pytest.approx(0.06)
+    assert guard.peak_rate(samples[:3], 1.0) == pytest.approx(0.0)  # shorter than the window: its whole span
+    assert guard.peak_rate([(0.0, 0.0), (0.5, 0.2)], 1.0) == pytest.approx(0.4)
+    assert guard.peak_rate([(0.0, 5.0)], 1.0) == 0.0 and guard.peak_rate([], 1.0) == 0.0
+    # a window that is longer than one second because a sample came late: its rate over its own length
+    assert guard.peak_rate([(0.0, 0.0), (0.9, 0.0), (1.5, 0.9), (2.0, 0.9)], 1.0) == pytest.approx(0.9 / 1.1)
+
+
+def test_steal_in_one_second_disturbs_a_measurement_whose_mean_is_low():
+    figures, reasons = guard.assess(_snap(0, 0, at=0), _snap(8, 1, at=10, steal=0.6), steal_peak=0.55)
+    assert figures["host_cpu_steal_cores"] == pytest.approx(0.06) and figures["host_cpu_steal_cores_peak"] == 0.55
+    assert guard.disturbed(figures) == ["steal in a second of it"]
+    assert reasons == ["the hypervisor withheld 0.55 cores from this virtual machine over 1 s of the measurement "
+                       "(CPU steal, > 0.5)"], reasons  # fmt: skip
+    figures, reasons = guard.assess(_snap(0, 0, at=0), _snap(8, 1, at=10, steal=0.6), steal_peak=0.3)
+    assert guard.disturbed(figures) == [] and reasons == []
+    # over the bound on the whole: one reason, not two
+    figures, reasons = guard.assess(_snap(0, 0, at=0), _snap(8, 1, at=10, steal=7), steal_peak=0.9)
+    assert guard.disturbed(figures) == ["steal"] and len(reasons) == 1
+
+
+def test_the_steal_watch_samples_while_the_interval_lasts():
+    import time
+
+    reads = iter(float(i) * 0.01 for i in range(10_000))
+    with guard.StealWatch(read=lambda: next(reads), every=0.01, window=0.05) as watch:
+        time.sleep(0.2)
+    n = len(watch.samples)
+    assert n >= 5 and [v for _t, v in watch.samples] == [i * 0.01 for i in range(n)]
+    assert watch.peak > 0 and watch.stop() == watch.peak and len(watch.samples) == n  # a second stop is a no-op

@@ -180,3 +180,28 @@ def test_a_fault_event_the_hypervisor_held_up_disturbs_its_measurement():
     ]
     assert guard.disturbed({"fault_event_stolen_max_seconds": 0.0}) == []
     assert guard.disturbed({"fault_event_stolen_max_seconds": None}) == []  # a phase without events
+
+
+def test_a_self_check_with_a_burst_of_steal_in_it_is_made_again(monkeypatch):
+    import time
+
+    from protolab.lab import selfcheck
+
+    monkeypatch.setattr(guard, "STEAL_WINDOW_SECONDS", 0.05)
+    monkeypatch.setattr(guard, "STEAL_SAMPLE_SECONDS", 0.01)
+    t0 = time.monotonic()
+
+    def steal() -> float:  # the first check loses 0.08 s over 0.1 s of its 0.6 s; the second none
+        t = time.monotonic() - t0
+        return 0.8 * min(max(t - 0.2, 0.0), 0.1)
+
+    def check(*_a: object) -> dict:
+        time.sleep(0.6)
+        return {"passed": True, "failures": []}
+
+    waits: list[str] = []
+    res = selfcheck.check_undisturbed(None, SimpleNamespace(src="h1", dst="h2"), None, log=lambda _l: None,
+                                      check=check, steal=steal, wait=lambda _log: waits.append("w") or {})  # fmt: skip
+    (first,) = res["disturbed_attempts"]
+    assert first["stolen_cores"] < guard.MAX_STEAL_CORES < first["stolen_cores_peak"], first  # the mean hid it
+    assert waits == ["w"] and res["stolen_cores_peak"] == 0.0
