@@ -52,7 +52,10 @@ phases a node runs only its init and agent, which kill spares, so the node is wh
 
 Node events take effect after one to three Docker API calls: their timing error is tens of milliseconds,
 not the millisecond of a link's `ip link`. Each operation notes the moment it took effect (`effect`), which
-is what protolab.lab.faults records as the event's actual time.
+is what protolab.lab.faults records as the event's actual time. A pause or unpause takes effect when the
+kernel's cgroup freezer changes the node's state, which a thread watches (every millisecond) while the Docker
+call lasts: the call itself may return much later (an unpause whose node ran again on time returned 1.8 s
+after, on a 2-core VM). Where the freezer cannot be read, the call's return is the moment.
 """
 
 from __future__ import annotations
@@ -62,7 +65,9 @@ import math
 import posixpath
 import threading
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 from ..errors import ProtolabError
@@ -71,6 +76,7 @@ MARK = "PROTOLAB_CHAOS"  # in the environment of every process started here: str
 INITS = {"docker-init", "tini", "tini-static", "dumb-init", "catatonit"}  # a PID 1 that only runs a child
 KILL_ROUNDS = 3
 CFS_PERIOD_US = 100_000  # Docker's period for NanoCpus
+FREEZER_POLL_SECONDS = 0.001  # how often a pause's or unpause's watch reads the freezer during the Docker call
 STRESS_PERIOD_SECONDS = 0.1  # the duty cycle of a fractional core
 STRESS_GRACE_SECONDS = 5.0
 DETAIL_CHARS = 300
@@ -205,12 +211,42 @@ class NodeChaos:
     budget: tuple[int, int, int] | None = None  # (NanoCpus, CpuQuota, CpuPeriod) before the first cpu event
 
 
+def freezer_reader(pid: int, proc: Path = Path("/proc"), root: Path = Path("/sys/fs/cgroup")
+                   ) -> Callable[[], bool] | None:  # fmt: skip
+    """A reader of whether the cgroup freezer holds `pid`'s cgroup (True: freezing or frozen): cgroup v1's
+    freezer.state, else v2's cgroup.events. None where neither can be read."""
+    try:
+        lines = (proc / str(pid) / "cgroup").read_text().splitlines()
+    except OSError:
+        return None
+    unified = None
+    for line in lines:
+        hid, controllers, path = line.split(":", 2)
+        if "freezer" in controllers.split(","):
+            state = root / controllers / path.lstrip("/") / "freezer.state"
+            if state.is_file():
+                return lambda: state.read_text().strip() != "THAWED"
+        elif hid == "0" and controllers == "":
+            unified = path
+    events = root / (unified or "/").lstrip("/") / "cgroup.events"
+    if unified is not None and events.is_file():
+        return lambda: "frozen 1" in events.read_text().splitlines()
+    return None
+
+
+def node_freezer(lab: Any, node: str) -> Callable[[], bool] | None:
+    """freezer_reader of the node's container init (`lab.nodes[node].pid`); None without one."""
+    pid = getattr(getattr(lab, "nodes", {}).get(node), "pid", None)
+    return freezer_reader(pid) if isinstance(pid, int) and pid > 0 else None
+
+
 class Chaos:
     """Node events against a lab's nodes (`lab.nodes[name].container`, a docker-py Container); one per phase
-    schedule. `update` and `clock` are replaceable for tests."""
+    schedule. `update`, `clock` and `freezer` (node_freezer) are replaceable for tests."""
 
-    def __init__(self, lab: Any, update: Any = update_resources, clock: Any = time.monotonic) -> None:
-        self.lab, self._update, self._clock = lab, update, clock
+    def __init__(self, lab: Any, update: Any = update_resources, clock: Any = time.monotonic,
+                 freezer: Any = node_freezer) -> None:  # fmt: skip
+        self.lab, self._update, self._clock, self._freezer = lab, update, clock, freezer
         self.nodes: dict[str, NodeChaos] = {}
         self.effect: float | None = None  # monotonic time the last operation took effect
         self._lock = threading.Lock()
@@ -308,14 +344,49 @@ class Chaos:
         return started, failed
 
     def pause(self, node: str) -> None:
-        self.container(node).pause()
-        self._took_effect()
+        c = self.container(node)
+        self._freeze(node, c.pause, True)
         self._state(node).paused = True
 
     def unpause(self, node: str) -> None:
-        self.container(node).unpause()
-        self._took_effect()
+        c = self.container(node)
+        self._freeze(node, c.unpause, False)
         self._state(node).paused = False
+
+    def _freeze(self, node: str, call: Callable[[], Any], frozen: bool) -> None:
+        """`call` (the Docker pause or unpause); the effect is when the node's freezer state became `frozen`, as a
+        thread saw it while the call lasted (or right after it), else the call's return."""
+        read = self._freezer(self.lab, node)
+        if read is None:
+            call()
+            self._took_effect()
+            return
+        seen: list[float] = []
+        done = threading.Event()
+
+        def look() -> bool:
+            try:
+                if read() == frozen:
+                    seen.append(self._clock())
+                    return True
+            except OSError:
+                return True  # the cgroup went away: the call's return stands
+            return False
+
+        def watch() -> None:
+            while not done.is_set() and not look():
+                time.sleep(FREEZER_POLL_SECONDS)
+
+        th = threading.Thread(target=watch, daemon=True, name=f"freezer-{node}")
+        th.start()
+        try:
+            call()
+        finally:
+            done.set()
+            th.join()
+        if not seen:
+            look()
+        self.effect = seen[0] if seen else self._clock()
 
     def stress(self, node: str, cores: float, memory: int | None, seconds: float) -> str:
         """`cores` busy (whole loops plus a duty-cycled one) and `memory` bytes held, for at most `seconds`

@@ -431,3 +431,52 @@ def test_the_listing_reads_a_proc_tree(tmp_path):
         Proc(1, 0, 100, "", "/", ("/sbin/docker-init", "--", "agent")),
         Proc(23, 0, 4242, "stress", "/tmp", ("sh", "-c", "echo 'x y'")),
     ]
+
+
+def test_an_unpause_took_effect_when_the_freezer_let_go_not_when_docker_answered():
+    c = FakeContainer()
+    c.attrs["State"]["Paused"] = True
+    thawed_at: list[float] = []
+    inner = c.unpause
+
+    def slow_unpause() -> None:  # thaws at once, answers 0.3 s later (seen: 1.8 s on a 2-core VM)
+        inner()
+        thawed_at.append(time.monotonic())
+        time.sleep(0.3)
+
+    c.unpause = slow_unpause  # type: ignore[method-assign]
+    ch = Chaos(lab_of(h2=c), freezer=lambda _lab, _node: lambda: c.attrs["State"]["Paused"])
+    t0 = time.monotonic()
+    outcome, effect = ch.apply(SimpleNamespace(action="unpause", node="h2"))
+    assert outcome is None and effect is not None and time.monotonic() - t0 >= 0.3
+    assert 0 <= effect - thawed_at[0] < 0.1, (effect, thawed_at)
+    # a pause the freezer never shows (the cgroup unreadable meanwhile): the call's return
+    gone = Chaos(lab_of(h2=c), freezer=lambda _lab, _node: lambda: (_ for _ in ()).throw(OSError("gone")))
+    _o, effect = gone.apply(SimpleNamespace(action="pause", node="h2"))
+    assert effect is not None and c.attrs["State"]["Paused"]
+
+
+def test_the_freezer_is_read_from_the_nodes_cgroup(tmp_path):
+    from protolab.lab.chaos import freezer_reader
+
+    proc, root = tmp_path / "proc", tmp_path / "cg"
+    (proc / "42").mkdir(parents=True)
+    (proc / "42" / "cgroup").write_text("6:freezer:/docker/abc\n4:memory:/docker/abc\n0::/\n")
+    state = root / "freezer" / "docker" / "abc" / "freezer.state"
+    state.parent.mkdir(parents=True)
+    state.write_text("THAWED\n")
+    read = freezer_reader(42, proc, root)
+    assert read is not None and read() is False
+    state.write_text("FREEZING\n")
+    assert read() is True
+    # cgroup v2: cgroup.events
+    (proc / "43").mkdir()
+    (proc / "43" / "cgroup").write_text("0::/system.slice/docker-abc.scope\n")
+    events = root / "system.slice" / "docker-abc.scope" / "cgroup.events"
+    events.parent.mkdir(parents=True)
+    events.write_text("populated 1\nfrozen 0\n")
+    read = freezer_reader(43, proc, root)
+    assert read is not None and read() is False
+    events.write_text("populated 1\nfrozen 1\n")
+    assert read() is True
+    assert freezer_reader(44, proc, root) is None  # no such process
