@@ -109,6 +109,7 @@ class ExperimentRun:
         self.fault_rows: list[dict[str, Any]] = []
         self._pending_raw: list[tuple[Any, ...]] = []  # the measurement being attempted's (_measure keeps them)
         self._pending_faults: list[dict[str, Any]] = []
+        self._pending_remake: list[str] = []  # why its tasks ask for it to be made again (WorkloadRunner.remake)
         self.repetitions: dict[str, dict[str, Any]] = {}  # per point under RepeatUntil: n, converged, nsd
         self.teardown_failures: list[str] = []
         self.closing_failures: list[str] = []  # steps of _close that failed (a full disk, a read-only folder)
@@ -425,26 +426,29 @@ class ExperimentRun:
         """One measurement. One the machine's surroundings disturbed (guard.disturbed: the hypervisor withheld cores
         or held up a fault event, or processes outside the lab ran) is measured again once the cores are back
         (guard.wait_for_cores), up to guard.REMEASURE_DISTURBED times: its invalid reasons, fault events and raw
-        series are dropped, its guard figures kept under the measurement's `disturbed_attempts`. The last attempt
-        stands whatever it shows."""
+        series are dropped, its guard figures kept under the measurement's `disturbed_attempts`. So is one a task
+        spoilt by a chance event of its tool's own (a runner's `remake`: an iperf3 UDP start held up by a lost
+        control message). The last attempt stands whatever it shows."""
         key = f"{point.id}/{rep}"
         attempts: list[dict[str, Any]] = []
         for attempt in range(guard.REMEASURE_DISTURBED + 1):
             marks = len(self.invalid)
-            self._pending_raw, self._pending_faults = [], []
+            self._pending_raw, self._pending_faults, self._pending_remake = [], [], []
             try:
                 row = self._attempt(point, rep, lab, prom)
             except BaseException:
                 self._keep_pending()  # an attempt that failed keeps what it did (its faults' events above all)
                 raise
-            if not guard.disturbed(self.guard[key]["figures"]) or attempt == guard.REMEASURE_DISTURBED:
+            outside = guard.disturbed(self.guard[key]["figures"])
+            if not (outside or self._pending_remake) or attempt == guard.REMEASURE_DISTURBED:
                 break
             dropped = self.invalid[marks:]
             del self.invalid[marks:]
-            why = list(self.guard[key]["reasons"])
+            why = list(self.guard[key]["reasons"]) if outside else []
             if stolen := self.guard[key]["figures"].get("fault_event_stolen_max_seconds"):
                 why.append(f"a fault event lost {stolen * 1e3:.0f} ms of CPU time to the hypervisor")
-            print(f"  {point.id} rep {rep + 1} was disturbed from outside the lab ({'; '.join(why)}): "
+            what = "disturbed from outside the lab" if outside else "spoilt by its tool's luck"
+            print(f"  {point.id} rep {rep + 1} was {what} ({'; '.join(why + self._pending_remake)}): "
                   "measuring it again", flush=True)  # fmt: skip
             wait = guard.wait_for_cores(lambda line: print(line, flush=True))
             attempts.append({**self.guard[key], "invalid_reasons": dropped, "cores_wait": wait})
@@ -544,6 +548,7 @@ class ExperimentRun:
                     print(f"  skipped: {line}", flush=True)
             row.update(figures)
             self.invalid += [f"{point.id} rep {rep} ({point.label()}): task {t.name}: {why}" for why in r.invalid]
+            self._pending_remake += [f"task {t.name}: {why}" for why in r.remake]
             if r.skipped:
                 continue
             row.update(r.fault_edges(out.events))  # probes that can see outages compare them with the events

@@ -169,6 +169,9 @@ class WorkloadRunner(Generic[T]):
         # why the task's measurement is not of what the spec asked for (e.g. a sender that fell behind its rate and
         # caught up in a burst): each makes the measurement invalid, named with the point
         self.invalid: list[str] = []
+        # of those, the ones a chance event of the tool's own caused (e.g. a control message lost on a lossy link):
+        # the measurement is made again, like one the machine's surroundings disturbed
+        self.remake: list[str] = []
         self.sysctls_set: dict[str, dict[str, str]] = {}  # the task's sysctls per node, as read back (the phase's)
 
     def prepare(self) -> None:

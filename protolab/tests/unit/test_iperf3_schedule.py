@@ -79,3 +79,18 @@ def test_noise_under_the_bound_leaves_it_valid():
     r = _runner(_report(sent))
     r._check_schedule()
     assert r.invalid == [] and r.ahead is not None and r.ahead < 2 * 8 * DGRAM / RATE + SENDER_AHEAD_BOUND_S
+
+
+def test_a_start_held_up_by_the_control_exchange_asks_for_the_measurement_again():
+    sent = _steady(80)
+    r = _runner(_report([0] * 10 + [sum(sent[:11])] + sent[11:]))  # nothing for 1 s (TCP's retransmission)
+    r._check_schedule()
+    assert len(r.invalid) == 1 and len(r.remake) == 1 and "sent nothing for its first 1.00 s" in r.remake[0]
+
+
+def test_a_burst_after_a_start_on_time_is_invalid_but_not_made_again():
+    sent = _steady(80)
+    late = sent[:20] + [0] * 7 + [sum(sent[20:28])] + sent[28:]  # held up in the middle: not the control exchange
+    r = _runner(_report(late))
+    r._check_schedule()
+    assert len(r.invalid) == 1 and r.remake == []

@@ -205,3 +205,21 @@ def test_a_self_check_with_a_burst_of_steal_in_it_is_made_again(monkeypatch):
     (first,) = res["disturbed_attempts"]
     assert first["stolen_cores"] < guard.MAX_STEAL_CORES < first["stolen_cores_peak"], first  # the mean hid it
     assert waits == ["w"] and res["stolen_cores_peak"] == 0.0
+
+
+def test_a_measurement_its_tool_spoilt_by_chance_is_made_again(monkeypatch, capsys):
+    run, waits = _run(monkeypatch, [CLEAN, CLEAN])
+    real = run._attempt
+
+    def attempt(point, rep, lab, prom):
+        row = real(point, rep, lab, prom)
+        if row["attempt"] == 0:  # what the phase records of a runner's `remake`
+            run._pending_remake.append("task wan: the UDP sender on h1 ran 1.031 s ahead; it sent nothing for 1.00 s")
+        return row
+
+    monkeypatch.setattr(run, "_attempt", attempt)
+    row = run._measure(POINT, 0, None, None)
+    assert row["attempt"] == 1 and run.invalid == ["from before", "p000 rep 0: attempt 1 invalid"]
+    (first,) = run.guard["p000/0"]["disturbed_attempts"]
+    assert first["invalid_reasons"] == ["p000 rep 0: attempt 0 invalid"]
+    assert "spoilt by its tool's luck (task wan: the UDP sender on h1" in capsys.readouterr().out
