@@ -146,6 +146,7 @@ class ExperimentRun:
                       flush=True)  # fmt: skip
                 lab = self._lab(points, f"lab{gi + 1}")
                 self._deploy(lab, f"lab{gi + 1}")
+                signals.check()
                 self._targets(lab, points, prom)
                 counters, since = session.best_effort(lab.interface_counters, {}), time.monotonic()
                 checked = self._self_check(lab, points[0].experiment)
@@ -159,6 +160,7 @@ class ExperimentRun:
                 while group:
                     for point, rep in group:
                         what = f"{point.id} {point.label()} rep {rep + 1}"
+                        signals.check()  # a signal the last step dropped (raised in a finalizer) stops it here
                         progress.step(what)
                         if self.view:
                             self.view.update(progress_line(progress, what))
@@ -178,21 +180,22 @@ class ExperimentRun:
                 if not (self.keep and gi == len(groups) - 1):
                     self._destroy(lab)
                     lab = None
+            signals.check()  # one dropped during the last steps: the run was still stopped, not finished
         except (Interrupted, KeyboardInterrupt) as exc:
-            signals.finishing = True  # (Interrupted set it already) later signals are said, not raised
+            signals.delivered()  # later signals are said, not raised
             error = exc
             self.status = EXIT_INTERRUPTED
             self.invalid.append(f"interrupted ({exc or 'SIGINT'}) after {len(self.rows)} measurement(s)")
             session.say(f"\ninterrupted ({exc or 'SIGINT'}): tearing down")
         except Exception as exc:
-            signals.finishing = True
+            signals.delivered()
             error = exc
             self.status = EXIT_INVALID
             self.invalid.append(f"aborted: {type(exc).__name__}: {exc}")
             session.say(f"\naborted: {exc}\ntearing down")
             log.debug("aborted", exc_info=True)
         finally:
-            signals.finishing = True  # from here on, teardown and the results are not interrupted
+            signals.delivered()  # from here on, teardown and the results are not interrupted
             if self.view:
                 self.view.stop()
             try:

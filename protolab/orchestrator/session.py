@@ -29,13 +29,18 @@ class Signals:
     """SIGINT, SIGTERM and SIGHUP alike: the first stops the run where it is (Interrupted) and from then on the run
     is finishing: later ones are said ("already stopping, cleaning up") and otherwise ignored, so teardown and the
     results always finish. After SIGHUP (the terminal is gone) the process's stdout and stderr (fds 1 and 2, so
-    also whatever a live view restores) go to console.log in the results folder."""
+    also whatever a live view restores) go to console.log in the results folder.
+
+    The first signal's Interrupted is raised wherever the main thread is, and that can be a finalizer (a Popen's
+    __del__ run by the garbage collector), where Python prints the exception and drops it. So it stays `pending`
+    until the run has it (`delivered`), and `check`, called between the run's steps, raises it again."""
 
     HANDLED = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
 
     def __init__(self, log_dir: Path) -> None:
         self.log_dir, self.finishing = log_dir, False
         self.received: list[str] = []
+        self.pending: str | None = None  # the first signal's name until the run has its Interrupted
         self.old: dict[int, Any] = {}
 
     def install(self) -> None:
@@ -55,8 +60,19 @@ class Signals:
         if self.finishing:
             say(f"\n{name}: already stopping, cleaning up (measured rows are on disk already)")
             return
-        self.finishing = True
+        self.finishing, self.pending = True, name
         raise Interrupted(name)
+
+    def delivered(self) -> None:
+        """The run has the Interrupted (or is stopping for another reason): nothing is pending."""
+        self.finishing, self.pending = True, None
+
+    def check(self) -> None:
+        """Raise the first signal's Interrupted again if it never reached the run (it was raised in a finalizer)."""
+        if self.pending is not None:
+            name, self.pending = self.pending, None
+            log.debug("%s was raised where it was dropped; raising it again", name)
+            raise Interrupted(name)
 
     def _to_console_log(self) -> None:
         """fds 1 and 2 onto console.log (the terminal's are gone: writing there fails with EIO)."""

@@ -123,3 +123,29 @@ def test_signals_after_the_first_are_said_not_raised(tmp_path, capsys):
     assert sig.received == ["SIGINT", "SIGINT", "SIGTERM"]
     out = capsys.readouterr().out
     assert out.count("already stopping, cleaning up") == 2
+
+
+@pytest.mark.filterwarnings("ignore::pytest.PytestUnraisableExceptionWarning")  # the drop is what is tested
+def test_a_signal_dropped_in_a_finalizer_is_raised_again_by_check(tmp_path):
+    """The handler raises wherever the main thread is; in a finalizer Python prints the exception and drops it (a
+    Ctrl-C that once let a run finish VALID). check() raises it again; once delivered, it does not."""
+    import gc
+
+    sig = Signals(tmp_path)
+
+    class Finalized:
+        def __del__(self):
+            sig._handle(signal.SIGINT, None)
+
+    Finalized()  # its __del__ raises Interrupted, and Python drops it
+    gc.collect()
+    assert sig.finishing and sig.pending == "SIGINT"
+    with pytest.raises(Interrupted, match="SIGINT"):
+        sig.check()
+    sig.check()  # raised once
+    sig2 = Signals(tmp_path)
+    with pytest.raises(Interrupted):
+        sig2._handle(signal.SIGTERM, None)
+    sig2.delivered()  # the run has it
+    sig2.check()
+    assert sig2.pending is None
