@@ -231,6 +231,15 @@ def rtt_bound(rtt: float, sd: float, n: int, base: Base | None = None) -> float:
     return max(DELAY_FLOOR, DELAY_TOLERANCE * rtt) + NOISE_K * math.sqrt(var)
 
 
+def rtt_resolution(rtt: float, jitter: float, n: int) -> float:
+    """The widest delay bound with which a check can still tell: its tolerance, and as much again of noise beyond
+    what the configured jitter alone gives a mean of n RTTs. Past it, an error of twice the tolerance could pass (the
+    machine's noise, such as a neighbour's steal under the guard's limit, had widened the bound to 0.6 ms on a 10 ms
+    link that held packets 10.5 ms)."""
+    tol = max(DELAY_FLOOR, DELAY_TOLERANCE * rtt)
+    return 2 * tol + (NOISE_K * jitter / math.sqrt(n) if n > 1 else 0.0)
+
+
 @dataclass
 class Base:
     """The path's own RTT, from two series (before and after the main one): their pooled mean and deviation, the
@@ -361,13 +370,20 @@ def check_direction(lab: RunningLab, p: ProbePath, want: Expected) -> dict[str, 
             meas |= {"rtt_base_seconds": base_mean, "rtt_added_seconds": mean_rtt - base_mean,
                      "rtt_base": base.record()}  # fmt: skip
         bound = rtt_bound(want.rtt_seconds, sd, len(rtts), base)
-        meas["rtt_bound_seconds"] = bound
+        widest = rtt_resolution(want.rtt_seconds, want.jitter_seconds, len(rtts))
+        meas["rtt_bound_seconds"], meas["rtt_resolution_seconds"] = bound, widest
+        on = f" on the path's own {base_mean * 1e3:.3f} ms" if base else ""
+        spread = f", drift {base.drift * 1e3:.3f} ms" if base else ""
         if abs(mean_rtt - base_mean - want.rtt_seconds) > bound:
-            on = f" on the path's own {base_mean * 1e3:.3f} ms" if base else ""
-            spread = f", drift {base.drift * 1e3:.3f} ms" if base else ""
             out["failures"].append(f"RTT {mean_rtt * 1e3:.3f} ms{on}, configured {want.rtt_seconds * 1e3:.3f} ms "
                                    f"(bound ±{bound * 1e3:.3f} ms: tolerance {conf['rtt_tolerance_seconds'] * 1e3:.3f}"
                                    f" ms + {NOISE_K} x noise{spread})")  # fmt: skip
+        elif bound > widest:
+            out["unresolved"] = True
+            out["failures"].append(f"RTT could not be told: {mean_rtt * 1e3:.3f} ms{on} for a configured "
+                                   f"{want.rtt_seconds * 1e3:.3f} ms, but the noise widened the bound to "
+                                   f"±{bound * 1e3:.3f} ms (sd {sd * 1e3:.3f} ms{spread}), past the ±{widest * 1e3:.3f}"
+                                   " ms within which an error of twice the tolerance is caught")  # fmt: skip
     else:
         out["failures"].append(f"no echo replies from {p.dst_ip} in {sent} requests")
     lost = sent - len(rtts)
@@ -409,7 +425,9 @@ def check_undisturbed(lab: RunningLab, p: ProbePath, want: Expected, log: Any = 
     """check_direction, made again (up to guard.REMEASURE_DISTURBED times, once the cores are back:
     guard.wait_for_cores) when the hypervisor withheld more than guard.MAX_STEAL_CORES during it or over any
     guard.STEAL_WINDOW_SECONDS of it (guard.StealWatch): a check whose probes waited for their cores measures the
-    machine, and its noise-derived bound widens until a real error passes. The result has the steal during it
+    machine, and its noise-derived bound widens until a real error passes. So is one whose bound the noise widened
+    past rtt_resolution whatever the steal (`unresolved`): if the last is still so, it fails as could not tell,
+    rather than pass an error it could not see. The result has the steal during it
     (`stolen_cores`, and `stolen_cores_peak` over its worst window) and any disturbed attempt's (`disturbed_attempts`).
     check, steal, wait: check_direction, guard.steal_seconds and guard.wait_for_cores (replaced in unit tests)."""
     check, steal, wait = check or check_direction, steal or guard.steal_seconds, wait or guard.wait_for_cores
@@ -419,11 +437,17 @@ def check_undisturbed(lab: RunningLab, p: ProbePath, want: Expected, log: Any = 
             res = check(lab, p, want)
         (t0, s0), (t1, s1) = watch.samples[0], watch.samples[-1]
         stolen, peak = max(0.0, s1 - s0) / max(t1 - t0, 1e-9), watch.peak
-        if max(stolen, peak) <= guard.MAX_STEAL_CORES or attempt == guard.REMEASURE_DISTURBED:
+        disturbed = max(stolen, peak) > guard.MAX_STEAL_CORES
+        if not (disturbed or res.get("unresolved")) or attempt == guard.REMEASURE_DISTURBED:
             break
-        log(f"self-check {p.src}->{p.dst}: the hypervisor withheld {stolen:.2f} cores during it ({peak:.2f} over "
-            f"its worst {guard.STEAL_WINDOW_SECONDS:.0f} s); checking again")  # fmt: skip
+        if disturbed:
+            log(f"self-check {p.src}->{p.dst}: the hypervisor withheld {stolen:.2f} cores during it ({peak:.2f} over "
+                f"its worst {guard.STEAL_WINDOW_SECONDS:.0f} s); checking again")  # fmt: skip
+        else:
+            log(f"self-check {p.src}->{p.dst}: its noise widened the delay bound to "
+                f"±{res['measured']['rtt_bound_seconds'] * 1e3:.3f} ms, too wide to tell; checking again")  # fmt: skip
         attempts.append({"stolen_cores": round(stolen, 3), "stolen_cores_peak": round(peak, 3),
+                         "rtt_bound_seconds": res.get("measured", {}).get("rtt_bound_seconds"),
                          "passed": res["passed"], "failures": res["failures"], "cores_wait": wait(log)})  # fmt: skip
     res["stolen_cores"], res["stolen_cores_peak"] = round(stolen, 3), round(peak, 3)
     if attempts:

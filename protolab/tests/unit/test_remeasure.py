@@ -165,6 +165,26 @@ def test_an_undisturbed_self_check_is_made_once():
     assert calls == [1] and "disturbed_attempts" not in res and res["stolen_cores"] == 0.0
 
 
+def test_a_self_check_its_noise_left_unable_to_tell_is_made_again_and_fails_if_it_stays_so():
+    from protolab.lab import selfcheck
+
+    def unresolved(bound: float) -> dict:
+        return {"passed": False, "unresolved": True, "failures": ["RTT could not be told"],
+                "measured": {"rtt_bound_seconds": bound}}  # fmt: skip
+
+    told = {"passed": True, "failures": [], "measured": {"rtt_bound_seconds": 0.0003}}
+    for results, attempts, passed in (([unresolved(0.0006), told], 1, True),
+                                      ([unresolved(0.0006)] * (guard.REMEASURE_DISTURBED + 1),
+                                       guard.REMEASURE_DISTURBED, False)):  # fmt: skip
+        it, waits, said = iter(results), [], []
+        res = selfcheck.check_undisturbed(None, SimpleNamespace(src="h1", dst="h2"), None, log=said.append,
+                                          check=lambda *_a, it=it: next(it), steal=lambda: 0.0,
+                                          wait=lambda _log, waits=waits: waits.append("w") or {})  # fmt: skip
+        assert res["passed"] is passed and len(res["disturbed_attempts"]) == attempts == len(waits)
+        assert res["disturbed_attempts"][0]["rtt_bound_seconds"] == 0.0006
+        assert "too wide to tell; checking again" in said[0] and "hypervisor" not in said[0]
+
+
 def test_a_self_checks_line_says_the_steal_beside_its_figures():
     from protolab.lab import selfcheck
 

@@ -176,3 +176,30 @@ def test_drops_over_two_readings_keep_only_what_counted():
     after = {"a": {"dropped": 5, "overflow": 0}, "b": {"queue_full": 2, "socket_full": 0}}
     assert selfcheck.drops_over(before, after) == {"a": {"dropped": 2}, "b": {"queue_full": 2}}
     assert selfcheck.drops_over(None, after) is None and selfcheck.drops_over(before, None) is None
+
+
+def test_rtt_resolution_is_twice_the_tolerance_and_the_configured_jitters_own_noise():
+    from protolab.lab.selfcheck import rtt_resolution
+
+    assert rtt_resolution(0.010, 0.0, 1000) == pytest.approx(0.0004)
+    assert rtt_resolution(0.540, 0.0, 200) == pytest.approx(0.0216)
+    assert rtt_resolution(0.010, 0.001, 1000) == pytest.approx(0.0004 + 3 * 0.001 / 1000**0.5)
+    assert rtt_resolution(0.010, 0.001, 1) == pytest.approx(0.0004)
+
+
+def test_a_check_the_machines_noise_left_unable_to_tell_fails_as_such():
+    """A 0.5 ms error under 2 ms of the machine's own RTT noise: the bound (±0.56 ms) would pass it, so the check says
+    it could not tell instead; the same noise on a faithful link is no better told."""
+    for error in (0.0005, 0.0):
+        res = _check(FakeLab({("h1", "s1"): 0.010}, base=0.005, base_sd=0.002, error=error))
+        m = res["measured"]
+        assert m["rtt_bound_seconds"] > m["rtt_resolution_seconds"] == pytest.approx(0.0004)
+        assert not res["passed"] and res["unresolved"]
+        (failure,) = res["failures"]
+        assert failure.startswith("RTT could not be told") and "past the ±0.400 ms" in failure, failure
+
+
+def test_a_check_within_its_resolution_is_told():
+    res = _check(FakeLab({("h1", "s1"): 0.010}, base_sd=0.0003))
+    m = res["measured"]
+    assert m["rtt_bound_seconds"] < m["rtt_resolution_seconds"] and res["passed"] and "unresolved" not in res
