@@ -430,8 +430,9 @@ class ExperimentRun:
         or held up a fault event, or processes outside the lab ran) is measured again once the cores are back
         (guard.wait_for_cores), up to guard.REMEASURE_DISTURBED times: its invalid reasons, fault events and raw
         series are dropped, its guard figures kept under the measurement's `disturbed_attempts`. So is one a task
-        spoilt by a chance event of its tool's own (a runner's `remake`: an iperf3 UDP start held up by a lost
-        control message). The last attempt stands whatever it shows."""
+        spoilt by a chance event outside what the spec measures (a runner's `remake`: an iperf3 UDP sender held up
+        by a lost control message or by the machine, that then caught up in a burst). The last attempt stands
+        whatever it shows."""
         key = f"{point.id}/{rep}"
         attempts: list[dict[str, Any]] = []
         for attempt in range(guard.REMEASURE_DISTURBED + 1):
@@ -450,7 +451,7 @@ class ExperimentRun:
             why = list(self.guard[key]["reasons"]) if outside else []
             if stolen := self.guard[key]["figures"].get("fault_event_stolen_max_seconds"):
                 why.append(f"a fault event lost {stolen * 1e3:.0f} ms of CPU time to the hypervisor")
-            what = "disturbed from outside the lab" if outside else "spoilt by its tool's luck"
+            what = "disturbed from outside the lab" if outside else "spoilt by chance outside what it measures"
             print(f"  {point.id} rep {rep + 1} was {what} ({'; '.join(why + self._pending_remake)}): "
                   "measuring it again", flush=True)  # fmt: skip
             wait = guard.wait_for_cores(lambda line: print(line, flush=True))

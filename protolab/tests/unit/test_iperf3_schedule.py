@@ -88,9 +88,19 @@ def test_a_start_held_up_by_the_control_exchange_asks_for_the_measurement_again(
     assert len(r.invalid) == 1 and len(r.remake) == 1 and "sent nothing for its first 1.00 s" in r.remake[0]
 
 
-def test_a_burst_after_a_start_on_time_is_invalid_but_not_made_again():
+def test_a_burst_after_a_start_on_time_is_made_again_saying_where_it_fell_behind():
     sent = _steady(80)
-    late = sent[:20] + [0] * 7 + [sum(sent[20:28])] + sent[28:]  # held up in the middle: not the control exchange
+    late = sent[:20] + [0] * 7 + [sum(sent[20:28])] + sent[28:]  # held up in the middle (the machine, not the tool)
     r = _runner(_report(late))
     r._check_schedule()
-    assert len(r.invalid) == 1 and r.remake == []
+    assert len(r.invalid) == 1 and r.remake == r.invalid
+    assert "fell behind until 2.7 s into the test and caught up by 2.8 s" in r.invalid[0], r.invalid
+
+
+def test_sender_burst_says_where_the_stretch_was():
+    from protolab.workloads.iperf3_runner import sender_burst
+
+    sent = _steady(80)
+    ahead, behind_at, caught_up_at = sender_burst(_report(sent[:40] + [0] * 3 + [sum(sent[40:44])] + sent[44:]), RATE)
+    assert ahead == pytest.approx(0.3, abs=0.02) and (behind_at, caught_up_at) == pytest.approx((4.3, 4.4))
+    assert sender_burst({}, RATE) is None

@@ -242,4 +242,4 @@ def test_a_measurement_its_tool_spoilt_by_chance_is_made_again(monkeypatch, caps
     assert row["attempt"] == 1 and run.invalid == ["from before", "p000 rep 0: attempt 1 invalid"]
     (first,) = run.guard["p000/0"]["disturbed_attempts"]
     assert first["invalid_reasons"] == ["p000 rep 0: attempt 0 invalid"]
-    assert "spoilt by its tool's luck (task wan: the UDP sender on h1" in capsys.readouterr().out
+    assert "spoilt by chance outside what it measures (task wan: the UDP sender on h1" in capsys.readouterr().out
