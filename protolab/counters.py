@@ -9,29 +9,40 @@ CGROUP_ROOT = Path("/sys/fs/cgroup")
 V1_CPU_MOUNTS = ("cpuacct", "cpu,cpuacct", "cpuacct,cpu")
 
 
+def cgroup_file(pid: int, controller: str, v1_file: str, v2_file: str, root: Path = CGROUP_ROOT,
+                proc: Path = Path("/proc"), v1_mounts: tuple[str, ...] = ()) -> Path | None:  # fmt: skip
+    """The file of the cgroup a process is in that a controller keeps: cgroup v1's `v1_file` in the hierarchy with
+    `controller` (mounted under its controllers' names, or one of `v1_mounts`), else cgroup v2's `v2_file` in its
+    unified cgroup. None when the process or both files are not found."""
+    try:
+        lines = (proc / str(pid) / "cgroup").read_text().splitlines()
+    except OSError:
+        return None
+    unified = None
+    for line in lines:
+        hid, controllers, path = line.split(":", 2)
+        if controller in controllers.split(","):
+            for mount in dict.fromkeys((controllers, *v1_mounts)):
+                if (f := root / mount / path.lstrip("/") / v1_file).is_file():
+                    return f
+        elif hid == "0" and controllers == "":
+            unified = path
+    if unified is not None and (f := root / unified.lstrip("/") / v2_file).is_file():
+        return f
+    return None
+
+
 def cgroup_cpu_seconds(pid: int, root: Path = CGROUP_ROOT) -> float | None:
     """CPU time of the cgroup a process is in (cgroup v1 cpuacct.usage, or v2 cpu.stat usage_usec), seconds;
     None when the process or its accounting is not found."""
-    try:
-        lines = Path(f"/proc/{pid}/cgroup").read_text().splitlines()
-    except OSError:
+    f = cgroup_file(pid, "cpuacct", "cpuacct.usage", "cpu.stat", root, v1_mounts=V1_CPU_MOUNTS)
+    if f is None:
         return None
-    v2 = None
-    for line in lines:
-        _, controllers, path = line.split(":", 2)
-        if "cpuacct" in controllers.split(","):
-            for mount in dict.fromkeys((controllers, *V1_CPU_MOUNTS)):
-                f = root / mount / path.lstrip("/") / "cpuacct.usage"
-                if f.exists():
-                    return int(f.read_text()) / 1e9
-        if controllers == "":
-            v2 = path
-    if v2 is not None:
-        f = root / v2.lstrip("/") / "cpu.stat"
-        if f.exists():
-            for stat in f.read_text().splitlines():
-                if stat.startswith("usage_usec "):
-                    return int(stat.split()[1]) / 1e6
+    if f.name == "cpuacct.usage":
+        return int(f.read_text()) / 1e9
+    for stat in f.read_text().splitlines():
+        if stat.startswith("usage_usec "):
+            return int(stat.split()[1]) / 1e6
     return None
 
 

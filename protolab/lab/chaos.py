@@ -70,6 +70,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from ..counters import cgroup_file
 from ..errors import ProtolabError
 
 MARK = "PROTOLAB_CHAOS"  # in the environment of every process started here: stress, restart, service
@@ -215,23 +216,12 @@ def freezer_reader(pid: int, proc: Path = Path("/proc"), root: Path = Path("/sys
                    ) -> Callable[[], bool] | None:  # fmt: skip
     """A reader of whether the cgroup freezer holds `pid`'s cgroup (True: freezing or frozen): cgroup v1's
     freezer.state, else v2's cgroup.events. None where neither can be read."""
-    try:
-        lines = (proc / str(pid) / "cgroup").read_text().splitlines()
-    except OSError:
+    f = cgroup_file(pid, "freezer", "freezer.state", "cgroup.events", root, proc)
+    if f is None:
         return None
-    unified = None
-    for line in lines:
-        hid, controllers, path = line.split(":", 2)
-        if "freezer" in controllers.split(","):
-            state = root / controllers / path.lstrip("/") / "freezer.state"
-            if state.is_file():
-                return lambda: state.read_text().strip() != "THAWED"
-        elif hid == "0" and controllers == "":
-            unified = path
-    events = root / (unified or "/").lstrip("/") / "cgroup.events"
-    if unified is not None and events.is_file():
-        return lambda: "frozen 1" in events.read_text().splitlines()
-    return None
+    if f.name == "freezer.state":
+        return lambda: f.read_text().strip() != "THAWED"
+    return lambda: "frozen 1" in f.read_text().splitlines()
 
 
 def node_freezer(lab: Any, node: str) -> Callable[[], bool] | None:

@@ -456,27 +456,27 @@ def test_an_unpause_took_effect_when_the_freezer_let_go_not_when_docker_answered
     assert effect is not None and c.attrs["State"]["Paused"]
 
 
-def test_the_freezer_is_read_from_the_nodes_cgroup(tmp_path):
+@pytest.mark.parametrize(
+    ("cgroup", "state", "thawed", "frozen"),
+    [
+        ("6:freezer:/docker/abc\n4:memory:/docker/abc\n0::/\n", "freezer/docker/abc/freezer.state",
+         "THAWED\n", "FREEZING\n"),
+        ("0::/system.slice/docker-abc.scope\n", "system.slice/docker-abc.scope/cgroup.events",
+         "populated 1\nfrozen 0\n", "populated 1\nfrozen 1\n"),
+    ],
+    ids=["v1", "v2"],
+)  # fmt: skip
+def test_the_freezer_is_read_from_the_nodes_cgroup(tmp_path, cgroup, state, thawed, frozen):
     from protolab.lab.chaos import freezer_reader
 
     proc, root = tmp_path / "proc", tmp_path / "cg"
     (proc / "42").mkdir(parents=True)
-    (proc / "42" / "cgroup").write_text("6:freezer:/docker/abc\n4:memory:/docker/abc\n0::/\n")
-    state = root / "freezer" / "docker" / "abc" / "freezer.state"
-    state.parent.mkdir(parents=True)
-    state.write_text("THAWED\n")
+    (proc / "42" / "cgroup").write_text(cgroup)
+    f = root / state
+    f.parent.mkdir(parents=True)
+    f.write_text(thawed)
     read = freezer_reader(42, proc, root)
     assert read is not None and read() is False
-    state.write_text("FREEZING\n")
-    assert read() is True
-    # cgroup v2: cgroup.events
-    (proc / "43").mkdir()
-    (proc / "43" / "cgroup").write_text("0::/system.slice/docker-abc.scope\n")
-    events = root / "system.slice" / "docker-abc.scope" / "cgroup.events"
-    events.parent.mkdir(parents=True)
-    events.write_text("populated 1\nfrozen 0\n")
-    read = freezer_reader(43, proc, root)
-    assert read is not None and read() is False
-    events.write_text("populated 1\nfrozen 1\n")
+    f.write_text(frozen)
     assert read() is True
     assert freezer_reader(44, proc, root) is None  # no such process
