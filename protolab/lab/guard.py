@@ -312,21 +312,22 @@ def stolen_cores(seconds: float = PROBE_SECONDS) -> float:
 
 def wait_for_cores(say: Callable[[str], None], probe: Callable[[], float] = stolen_cores,
                    sleep: Callable[[float], None] = time.sleep, clock: Callable[[], float] = time.monotonic,
-                   max_wait: float = CORES_WAIT_SECONDS) -> dict[str, float]:  # fmt: skip
-    """No wait when a probe loses no more than QUIET_STEAL_CORES to the hypervisor. When it loses more, the machine
+                   max_wait: float = CORES_WAIT_SECONDS, quiet_cores: float = QUIET_STEAL_CORES
+                   ) -> dict[str, float]:  # fmt: skip
+    """No wait when a probe loses no more than `quiet_cores` to the hypervisor. When it loses more, the machine
     is in a neighbour's burst, which has lulls: then until QUIET_PROBES probes in a row (CORES_POLL_SECONDS apart)
     are quiet, or max_wait has passed (the caller's guard then judges the measurement as usual). Returns the seconds
     waited and the last probe's stolen cores."""
     t0 = clock()
     stolen = probe()
-    if stolen > QUIET_STEAL_CORES:
+    if stolen > quiet_cores:
         say(f"  the hypervisor withholds {stolen:.2f} cores: waiting (up to {max_wait:.0f} s) until {QUIET_PROBES}"
             f" probes in a row find them back")  # fmt: skip
         quiet = 0
         while quiet < QUIET_PROBES and clock() - t0 < max_wait:
             sleep(CORES_POLL_SECONDS)
             stolen = probe()
-            quiet = quiet + 1 if stolen <= QUIET_STEAL_CORES else 0
+            quiet = quiet + 1 if stolen <= quiet_cores else 0
     return {"waited_seconds": round(clock() - t0, 3), "stolen_cores": round(stolen, 3)}
 
 
