@@ -179,18 +179,13 @@ class Iperf3Runner(WorkloadRunner[Iperf3Task]):
         }
 
 
-def sender_ahead_seconds(report: dict[str, Any], rate_bps: float) -> float | None:
+def sender_burst(report: dict[str, Any], rate_bps: float) -> tuple[float, float, float] | None:
     """The most a sender sent above `rate_bps` over any stretch of its report's intervals, in seconds of data at
     that rate: max over j < k of (bytes sent in (t_j, t_k]) - rate * (t_k - t_j). A sender that keeps its average
-    since the start sends what a hold-up cost it at once, and this is that burst. None without intervals or rate."""
-    burst = sender_burst(report, rate_bps)
-    return burst[0] if burst else None
-
-
-def sender_burst(report: dict[str, Any], rate_bps: float) -> tuple[float, float, float] | None:
-    """sender_ahead_seconds, and where its stretch was: (seconds ahead, t_j, t_k) in seconds into the test, t_j
-    where the sender was furthest behind before the burst and t_k where it had sent nine tenths of what it ran
-    ahead (the rest can be the rounding of whole datagrams, spread over the test). None without intervals or rate."""
+    since the start sends what a hold-up cost it at once, and this is that burst. With it, where its stretch was:
+    (seconds ahead, t_j, t_k) in seconds into the test, t_j where the sender was furthest behind before the burst
+    and t_k where it had sent nine tenths of what it ran ahead (the rest can be the rounding of whole datagrams,
+    spread over the test). None without intervals or rate."""
     intervals = report.get("intervals") or []
     if not intervals or rate_bps <= 0:
         return None

@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 
 from protolab.workloads.iperf3 import Iperf3Task
-from protolab.workloads.iperf3_runner import SENDER_AHEAD_BOUND_S, Iperf3Runner, sender_ahead_seconds
+from protolab.workloads.iperf3_runner import SENDER_AHEAD_BOUND_S, Iperf3Runner, sender_burst
 
 RATE = 1_400_000  # bit/s
 DGRAM = 1400  # bytes
@@ -28,25 +28,25 @@ def _steady(n: int) -> list[int]:
 
 
 def test_a_sender_on_its_rate_is_never_more_than_a_datagram_ahead():
-    ahead = sender_ahead_seconds(_report(_steady(80)), RATE)
+    ahead, *_ = sender_burst(_report(_steady(80)), RATE)
     assert ahead is not None and ahead <= 8 * DGRAM / RATE
 
 
 def test_a_start_held_up_for_700_ms_then_caught_up_is_700_ms_ahead():
     sent = _steady(80)
     held = [0] * 7 + [sum(sent[:8])] + sent[8:]  # nothing for 0.7 s, then those and the next 0.1 s's at once
-    ahead = sender_ahead_seconds(_report(held), RATE)
+    ahead, *_ = sender_burst(_report(held), RATE)
     assert ahead == pytest.approx(0.7, abs=8 * DGRAM / RATE)  # 0.8 s of data in 0.1 s
 
 
 def test_a_sender_that_cannot_keep_up_is_behind_not_ahead():
-    ahead = sender_ahead_seconds(_report([n // 2 for n in _steady(80)]), RATE)
+    ahead, *_ = sender_burst(_report([n // 2 for n in _steady(80)]), RATE)
     assert ahead == 0.0
 
 
 def test_no_intervals_or_no_rate_is_unknown():
-    assert sender_ahead_seconds({}, RATE) is None
-    assert sender_ahead_seconds(_report(_steady(5)), 0) is None
+    assert sender_burst({}, RATE) is None
+    assert sender_burst(_report(_steady(5)), 0) is None
 
 
 def _runner(report: dict[str, Any]) -> Iperf3Runner:
@@ -98,8 +98,6 @@ def test_a_burst_after_a_start_on_time_is_made_again_saying_where_it_fell_behind
 
 
 def test_sender_burst_says_where_the_stretch_was():
-    from protolab.workloads.iperf3_runner import sender_burst
-
     sent = _steady(80)
     ahead, behind_at, caught_up_at = sender_burst(_report(sent[:40] + [0] * 3 + [sum(sent[40:44])] + sent[44:]), RATE)
     assert ahead == pytest.approx(0.3, abs=0.02) and (behind_at, caught_up_at) == pytest.approx((4.3, 4.4))
