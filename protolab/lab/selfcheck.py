@@ -378,12 +378,12 @@ def check_direction(lab: RunningLab, p: ProbePath, want: Expected) -> dict[str, 
             out["failures"].append(f"RTT {mean_rtt * 1e3:.3f} ms{on}, configured {want.rtt_seconds * 1e3:.3f} ms "
                                    f"(bound ±{bound * 1e3:.3f} ms: tolerance {conf['rtt_tolerance_seconds'] * 1e3:.3f}"
                                    f" ms + {NOISE_K} x noise{spread})")  # fmt: skip
-        elif bound > widest:
+        elif bound > widest:  # within its bound, but so would an error of twice the tolerance be
             out["unresolved"] = True
-            out["failures"].append(f"RTT could not be told: {mean_rtt * 1e3:.3f} ms{on} for a configured "
-                                   f"{want.rtt_seconds * 1e3:.3f} ms, but the noise widened the bound to "
-                                   f"±{bound * 1e3:.3f} ms (sd {sd * 1e3:.3f} ms{spread}), past the ±{widest * 1e3:.3f}"
-                                   " ms within which an error of twice the tolerance is caught")  # fmt: skip
+            out["notes"].append(f"RTT could not be told finely: {mean_rtt * 1e3:.3f} ms{on} for a configured "
+                                f"{want.rtt_seconds * 1e3:.3f} ms, but the noise widened the bound to "
+                                f"±{bound * 1e3:.3f} ms (sd {sd * 1e3:.3f} ms{spread}), past the "
+                                f"±{widest * 1e3:.3f} ms within which twice the tolerance is caught")  # fmt: skip
     else:
         out["failures"].append(f"no echo replies from {p.dst_ip} in {sent} requests")
     lost = sent - len(rtts)
@@ -416,12 +416,11 @@ def check_direction(lab: RunningLab, p: ProbePath, want: Expected) -> dict[str, 
     return out
 
 
-NOTED_STEAL_CORES = 0.1  # steal said beside a check's figures from this on: at 0.17-0.48 cores a 10 ms link's bound
-# was 0.45-5.9 ms on a 2-core VM, against 0.33 ms with none
-# A check under more steal than this (during it, or over any second of it) is made again: on a 2-core VM whose 5 s
-# windows lose 0.002 cores at the median, one at 0.1-0.15 cores passed a 10 ms link that held packets 10.5 ms, and one
-# at 0.18 (0.29 in its worst second) measured a faithful 10 ms link 0.56 ms long against a ±0.50 ms bound: steal
-# delays the emulator's timers, so it moves the mean as well as widening the spread
+# A check under more steal than this (during it, or over any second of it) is made again, and the steal of the one
+# that stands is said beside its figures: on a 2-core VM whose 5 s windows lose 0.002 cores at the median, at
+# 0.17-0.48 cores a 10 ms link's bound was 0.45-5.9 ms (0.33 ms with none), one check at 0.1-0.15 cores passed a 10 ms
+# link that held packets 10.5 ms, and one at 0.18 (0.29 in its worst second) measured a faithful 10 ms link 0.56 ms
+# long against a ±0.50 ms bound: steal delays the emulator's timers, so it moves the mean as well as the spread
 STEAL_LIMIT_CORES = 0.1
 
 
@@ -432,7 +431,8 @@ def check_undisturbed(lab: RunningLab, p: ProbePath, want: Expected, log: Any = 
     or over any guard.STEAL_WINDOW_SECONDS of it (guard.StealWatch): a check whose probes waited for their cores
     measures the machine, its mean moves and its noise-derived bound widens until a real error passes. So is one
     whose bound the noise widened past rtt_resolution whatever the steal (`unresolved`): if the last is still so,
-    it fails as could not tell, rather than pass an error it could not see. The result has the steal during it
+    it stands by its bound with a note of how wide that was (the base's drift alone, 0.17-0.30 ms between its two
+    series with no steal at all, widened a faithful 10 ms link's to ±0.7-1.1 ms). The result has the steal during it
     (`stolen_cores`, and `stolen_cores_peak` over its worst window) and any disturbed attempt's (`disturbed_attempts`).
     check, steal, wait: check_direction, guard.steal_seconds and guard.wait_for_cores (replaced in unit tests)."""
     check, steal = check or check_direction, steal or guard.steal_seconds
@@ -491,7 +491,7 @@ def summarize(res: dict[str, Any]) -> str:
         parts.append(f"loss {m['loss_ratio']:.2%} (conf. {c['loss_ratio']:.2%})")
     if m.get("rate_bps") is not None:
         parts.append(f"rate {m['rate_bps'] / 1e6:.3f} Mbit/s (conf. {c['rate_bps'] / 1e6:.3f})")
-    if max(res.get("stolen_cores", 0.0), res.get("stolen_cores_peak", 0.0)) >= NOTED_STEAL_CORES:  # its noise grows
+    if max(res.get("stolen_cores", 0.0), res.get("stolen_cores_peak", 0.0)) > STEAL_LIMIT_CORES:  # its noise grows
         parts.append(f"{res['stolen_cores']:.2f} cores withheld by the hypervisor "
                      f"({res.get('stolen_cores_peak', res['stolen_cores']):.2f} in its worst second)")  # fmt: skip
     verdict = "ok" if res["passed"] else "MISSED: " + "; ".join(res["failures"])
