@@ -126,14 +126,14 @@ class HelperProcess:
         finally:
             conn.close()
 
-    def _end(self) -> None:
-        """Terminate the process (kill after 5 s) and remove its control socket (it removes it itself unless
-        killed). A deliberate end is no outage: the watcher lets go of it first."""
+    def _end(self, kill_after: float = 5.0) -> None:
+        """Terminate the process (kill after `kill_after` seconds) and remove its control socket (it removes it
+        itself unless killed). A deliberate end is no outage: the watcher lets go of it first."""
         WATCH.remove(self)
         if self.proc.poll() is None:
             self.proc.terminate()
             try:
-                self.proc.wait(timeout=5)
+                self.proc.wait(timeout=kill_after)
             except subprocess.TimeoutExpired:
                 self.proc.kill()
                 self.proc.wait(timeout=5)

@@ -46,7 +46,9 @@ def test_bad_interfaces_are_refused(tmp_path, interfaces, match):
 
 
 FAKE = """#!{python}
-import http.server, json, os, socketserver, sys
+import http.server, json, os, signal, socketserver, sys, time
+if os.environ.get("FAKE_EXIT_AFTER"):  # a slow detach: exit 0 that long after SIGTERM
+    signal.signal(signal.SIGTERM, lambda *_: (time.sleep(float(os.environ["FAKE_EXIT_AFTER"])), os._exit(0)))
 args = sys.argv[1:]
 open(os.environ["FAKE_OUT"], "w").write(json.dumps({{"args": args, "node": os.environ.get("PROTOLAB_NODE"),
                                                     "run": os.environ.get("PROTOLAB_RUN"), "pid": os.getpid()}}))
@@ -104,6 +106,21 @@ def test_start_stats_stop(fake):
     assert not nf.control.exists()
     with pytest.raises(RuntimeError, match="exited"):
         nf.stats()
+
+
+@pytest.mark.parametrize(("per_interface", "ends"), [(1.0, "on its own"), (0.0, "killed")])
+def test_its_stop_waits_longer_the_more_interfaces_it_detaches(fake, monkeypatch, per_interface, ends):
+    monkeypatch.setenv("FAKE_EXIT_AFTER", "0.5")
+    monkeypatch.setattr(nicfilter, "STOP_TIMEOUT", 0.1)
+    monkeypatch.setattr(nicfilter, "STOP_PER_INTERFACE", per_interface)  # two interfaces: 2.1 s, else 0.1 s
+    nf = NicFilter("s1", [H1, H2])
+    if ends == "on its own":
+        nf.stop()
+        assert nf.proc.returncode == 0
+    else:
+        with pytest.raises(RuntimeError, match="exited with -9"):
+            nf.stop()
+    assert not nf.control.exists()
 
 
 def test_a_process_that_refuses_its_input_raises_with_its_message(fake, monkeypatch):
