@@ -77,7 +77,9 @@ def one_lab(hosts: int) -> dict[str, Any]:
           f"({teardown / nodes:.3f} s/node), {per_node:.1f} MiB/node (MemAvailable drop; container cgroup median "
           f"{result['container_cgroup_mib_median'] or 0:.1f} MiB), ping "
           + ", ".join(f"{k} {'ok' if v else 'FAILED'}" for k, v in reachable.items())
-          + (f", LEFT BEHIND: {left}" if left else ", nothing left behind"), flush=True)  # fmt: skip
+          + (f", LEFT BEHIND: {left}" if left else ", nothing left behind")
+          + (f", TEARDOWN FAILED: {'; '.join(lab.teardown_failures)}" if lab.teardown_failures else ""),
+          flush=True)  # fmt: skip
     return result
 
 
