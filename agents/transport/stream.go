@@ -21,10 +21,78 @@ type streamConn struct {
 	counters func() map[string]uint64
 	dscp     func(int) error
 	close    func() error // nil: c.Close
+
+	// Batched wake-ups (ExpectMessages), touched by the reading goroutine only.
+	lowWater  func(int) error // sets the socket's SO_RCVLOWAT; nil: not a kernel stream socket
+	sockRead  int64           // bytes read from c so far
+	expectEnd int64           // sockRead at the end of the expected bytes; 0: none expected
+	lowat     int             // the SO_RCVLOWAT in force (0 and 1 are the kernel's default)
 }
 
+// ReadBatch is the most bytes a reader told to ExpectMessages waits for in the
+// kernel before it is woken (SO_RCVLOWAT): 16 KiB took a 1 KiB-message
+// stream over loopback from 2.6 to 4.5 Gbit/s on a 2-core VM, 64 KiB gave
+// no more.
+const ReadBatch = 16 << 10
+
 func newStreamConn(c net.Conn) *streamConn {
-	return &streamConn{c: c, r: bufio.NewReaderSize(c, 64<<10)}
+	s := &streamConn{c: c}
+	s.r = bufio.NewReaderSize(sockReader{s}, 64<<10)
+	return s
+}
+
+// sockReader is what the stream's buffer reads from: c, counted, with the
+// low-water mark kept within the expected bytes still to come.
+type sockReader struct{ s *streamConn }
+
+func (r sockReader) Read(p []byte) (int, error) {
+	s := r.s
+	if s.expectEnd != 0 || s.lowat > 1 {
+		s.keepLowWater()
+	}
+	n, err := s.c.Read(p)
+	s.sockRead += int64(n)
+	return n, err
+}
+
+// ExpectMessages says that the peer's next n messages, size bytes each,
+// will come without this side sending anything, as a bulk transfer's
+// units do. The kernel then wakes the reader once per
+// ReadBatch bytes instead of once per segment, which on a busy loopback
+// or a VM costs the sender a wake-up per message. Never more than the
+// bytes still to come is waited for, so the last of them are not held;
+// a peer that sends fewer (an error in place of the units) must close or
+// send the rest, or the reader waits until its deadline. Call it from the
+// goroutine that reads; a Conn that cannot batch ignores it.
+func (s *streamConn) ExpectMessages(n, size int) {
+	if s.lowWater == nil || n <= 0 || size < 0 {
+		return
+	}
+	bytes := int64(n) * int64(FrameHeader+size)
+	s.expectEnd = s.sockRead + bytes - int64(s.r.Buffered())
+	if s.expectEnd <= s.sockRead {
+		s.expectEnd = 0
+	}
+}
+
+// keepLowWater sets SO_RCVLOWAT to what is still expected, at most
+// ReadBatch (1, the default, once nothing is); a system call only when it
+// changes, a few times per ExpectMessages.
+func (s *streamConn) keepLowWater() {
+	want := 1
+	if left := s.expectEnd - s.sockRead; left > 0 {
+		want = int(min(left, ReadBatch))
+	} else {
+		s.expectEnd = 0
+	}
+	if want == s.lowat || (want == 1 && s.lowat == 0) {
+		return
+	}
+	if err := s.lowWater(want); err != nil {
+		s.lowWater, s.expectEnd = nil, 0 // not this socket: read as before
+		return
+	}
+	s.lowat = want
 }
 
 // frame is p with its length prefix in the buffer kept between writes (kept

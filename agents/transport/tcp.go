@@ -283,6 +283,7 @@ func (t *tcpTransport) wrap(c *net.TCPConn, cfg tcpConfig) (Conn, error) {
 	sc := newStreamConn(c)
 	sc.counters = func() map[string]uint64 { return tcpCounters(rc) }
 	sc.dscp = func(d int) error { return setDSCPRaw(rc, d) }
+	sc.lowWater = func(n int) error { return setLowWater(rc, n) }
 	sc.tuning = func() map[string]string {
 		m := tcpTuning(rc)
 		if t.mptcp {
@@ -302,6 +303,15 @@ func (t *tcpTransport) wrap(c *net.TCPConn, cfg tcpConfig) (Conn, error) {
 		return sc, nil
 	}
 	return &tcpConn{streamConn: sc, rc: rc}, nil
+}
+
+// setLowWater sets SO_RCVLOWAT: the kernel reports the socket readable
+// (and wakes its reader) once n bytes are queued, or at the end of the
+// stream, or when the receive window runs short.
+func setLowWater(rc syscall.RawConn, n int) error {
+	var serr error
+	err := rc.Control(func(fd uintptr) { serr = unix.SetsockoptInt(int(fd), unix.SOL_SOCKET, unix.SO_RCVLOWAT, n) })
+	return firstErr(err, serr)
 }
 
 // tcpConn is a plain TCP Conn: a streamConn with urgent data.

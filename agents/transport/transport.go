@@ -112,6 +112,17 @@ type Conn interface {
 	Close() error
 }
 
+// BatchReader is a Conn whose reader can be told what comes next without
+// a reply, so that the kernel wakes it once per batch of bytes rather than
+// once per segment (SO_RCVLOWAT on a kernel TCP or MPTCP socket; other
+// streams take the call and read as before). See streamConn.ExpectMessages.
+type BatchReader interface {
+	Conn
+	// ExpectMessages: the peer's next n messages, size bytes each, come
+	// without this side sending; called from the reading goroutine.
+	ExpectMessages(n, size int)
+}
+
 // UrgentConn is a Conn that can mark a message as TCP urgent data
 // (Properties.Urgent). TCP's urgent data is one out-of-band byte and a
 // pointer to it: it marks a place in the stream, it does not overtake the
