@@ -125,8 +125,11 @@ func BulkGet(ctx context.Context, c transport.Conn, cfg BulkConfig, live *Live) 
 		if err := c.WriteMsg(r.msg); err != nil {
 			return out.end(), stopErr(ctx, out, fmt.Errorf("transfer %d: start: %w", i, err))
 		}
-		if br, ok := c.(transport.BatchReader); ok && (exp == nil || exp.c != nil) {
-			br.ExpectMessages(cfg.Count, Header+cfg.UnitSize) // the units alone: no expedited message in between
+		// The units come alone: read them in batches, unless each unit's read
+		// time is measured (delays, expedited data), which a batch would hold
+		// back until its last bytes came.
+		if br, ok := c.(transport.BatchReader); ok && r.clock == "" {
+			br.ExpectMessages(cfg.Count, Header+cfg.UnitSize)
 		}
 		if ok, err := r.units(i); !ok {
 			return out.end(), err

@@ -52,4 +52,9 @@
 // prefix cannot make a reader allocate what the peer did not send. A read
 // interrupted by a deadline keeps its partial message, so a caller may
 // count a timeout and go on reading the same connection.
+//
+// A reader that knows what comes next without a reply (a bulk transfer's
+// units) says so with [BatchReader]'s ExpectMessages: on tcp and mptcp the
+// kernel then wakes it once per [ReadBatch] bytes (SO_RCVLOWAT, kept
+// within the bytes still to come) instead of once per segment.
 package transport
