@@ -2,7 +2,6 @@ package transport
 
 import (
 	"bytes"
-	"context"
 	"encoding/binary"
 	"testing"
 	"time"
@@ -10,34 +9,10 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// tcpPair is a dialled plain TCP Conn and its accepted peer.
+// tcpPair is loopPair for plain TCP, the dialled end as its own type.
 func tcpPair(t *testing.T) (*tcpConn, Conn) {
 	t.Helper()
-	tr, _ := Get("tcp")
-	ln, err := tr.Listen("127.0.0.1:0", Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { ln.Close() })
-	acc := make(chan Conn, 1)
-	go func() {
-		c, err := ln.Accept()
-		if err != nil {
-			close(acc)
-			return
-		}
-		acc <- c
-	}()
-	c, err := tr.Dial(context.Background(), ln.Addr().String(), Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { c.Close() })
-	peer, ok := <-acc
-	if !ok {
-		t.Fatal("accept failed")
-	}
-	t.Cleanup(func() { peer.Close() })
+	c, peer := loopPair(t, "tcp")
 	return c.(*tcpConn), peer
 }
 
