@@ -29,6 +29,10 @@ type Central struct {
 	toC1   []bundle.Writer // index 1..n
 	c1Buf  [][]byte
 	ctlBuf []byte
+	// the outbound path (cfg.Outbound): when each message in toC1[n] arrived
+	// (zero for control), and the messages each C_1 was given to send out
+	c1Arrivals [][]time.Time
+	outLoad    []uint64
 
 	ready    [bundle.Groups]bool  // a C_1 has joined the packet address
 	waiting  [bundle.Groups][]ack // host joins to acknowledge once it has (one per host)
@@ -71,6 +75,7 @@ func NewCentral(cfg *Config, st *Stats) *Central {
 	c.toHosts.Begin(c.hostBuf, c.words, cfg.MaxBundle)
 	c.toC1 = make([]bundle.Writer, len(cfg.C1s)+1)
 	c.c1Buf = make([][]byte, len(cfg.C1s)+1)
+	c.c1Arrivals, c.outLoad = make([][]time.Time, len(cfg.C1s)+1), make([]uint64, len(cfg.C1s)+1)
 	for i := 1; i <= len(cfg.C1s); i++ {
 		c.c1Buf[i] = make([]byte, 0, 65535)
 		c.toC1[i].Begin(c.c1Buf[i], 1, cfg.MaxBundle)
@@ -169,11 +174,18 @@ func (c *Central) fromC1(r *bundle.Reader, n int, now time.Time) {
 	}
 }
 
-// forward sends a message to the hosts that want it (never its sender).
+// forward sends a message to the hosts that want it (never its sender); a
+// host's message also goes toward the outside when cfg.Outbound is set.
 func (c *Central) forward(addr uint16, p []byte, sender int, now time.Time) {
+	out := sender != 0 && c.cfg.Outbound && c.db.C1s > 0
+	if out {
+		c.toOutside(addr, p, now)
+	}
 	m := c.db.Deliver(addr, sender)
 	if m == 0 {
-		c.st.Drop(DropNoInterest, 1)
+		if !out {
+			c.st.Drop(DropNoInterest, 1)
+		}
 		return
 	}
 	if c.level > 0 && !bundle.Priority(addr) {
@@ -181,6 +193,41 @@ func (c *Central) forward(addr uint16, p []byte, sender int, now time.Time) {
 		return
 	}
 	c.toHostsAdd(m, p, now, c.rel != nil && bundle.Priority(addr))
+}
+
+// toOutside copies a host's message to a C_1's send buffer (sec. 3.4: "the
+// C_2 process copies the message to the appropriate C_1 send buffer"), sent
+// at the next tick; the C_1 transmits it to the router as one IP multicast
+// packet. The appropriate C_1 is the one that joined the message's packet
+// address: it does not hear its own packets (no multicast loopback), while
+// any other C_1 that had joined the address on the router's LAN would hand
+// the message back to C_2 as an outside one. An address no C_1 has joined goes
+// through the C_1 that was given the fewest messages so far, which keeps the
+// outward load as even as the thesis's C_2 tries to (its model: a uniformly
+// random C_1 per bundle).
+func (c *Central) toOutside(addr uint16, p []byte, now time.Time) {
+	n := c.db.C1(bundle.Group(addr))
+	if n == 0 {
+		n = 1
+		for i := 2; i < len(c.outLoad); i++ {
+			if c.outLoad[i] < c.outLoad[n] {
+				n = i
+			}
+		}
+	}
+	w := &c.toC1[n]
+	if !w.AddAddr(addr, p) {
+		c.flushC1(n, now)
+		if !w.AddAddr(addr, p) {
+			c.st.Drop(DropOverflow, 1)
+			return
+		}
+	}
+	c.c1Arrivals[n] = append(c.c1Arrivals[n], now)
+	c.outLoad[n]++
+	c.st.mu.Lock()
+	c.st.ToOutside++
+	c.st.mu.Unlock()
 }
 
 // toHostsAdd puts a message in the bundle toward the hosts; a kept one
@@ -235,7 +282,7 @@ func (c *Central) control(ctl bundle.Control, now time.Time) {
 			n := c.db.Assign(g)
 			c.c1Seq++
 			c.c1Joins[c.c1Seq] = c1Join{group: g, c1: n, sent: now}
-			c.toC1Control(n, bundle.Control{Type: bundle.CtlJoin, Group: uint16(g), Seq: c.c1Seq})
+			c.toC1Control(n, bundle.Control{Type: bundle.CtlJoin, Group: uint16(g), Seq: c.c1Seq}, now)
 		}
 	case bundle.CtlRAck:
 		if c.rel != nil {
@@ -246,7 +293,7 @@ func (c *Central) control(ctl bundle.Control, now time.Time) {
 		if c.db.Drop(g, host) {
 			if n := c.db.Release(g); n != 0 {
 				c.c1Seq++
-				c.toC1Control(n, bundle.Control{Type: bundle.CtlDrop, Group: uint16(g), Seq: c.c1Seq})
+				c.toC1Control(n, bundle.Control{Type: bundle.CtlDrop, Group: uint16(g), Seq: c.c1Seq}, now)
 			}
 			c.ready[g] = false
 		}
@@ -282,13 +329,14 @@ func (c *Central) toHostsControl(m bundle.Mask, ctl bundle.Control, now time.Tim
 	c.toHostsAdd(m, c.ctlBuf, now, false)
 }
 
-func (c *Central) toC1Control(n int, ctl bundle.Control) {
+func (c *Central) toC1Control(n int, ctl bundle.Control, now time.Time) {
 	c.ctlBuf = ctl.AppendPayload(c.ctlBuf[:0])
 	w := &c.toC1[n]
 	if !w.AddAddr(bundle.ControlAddr, c.ctlBuf) {
-		c.flushC1(n)
+		c.flushC1(n, now)
 		w.AddAddr(bundle.ControlAddr, c.ctlBuf)
 	}
+	c.c1Arrivals[n] = append(c.c1Arrivals[n], time.Time{})
 }
 
 func (c *Central) flushHosts(now time.Time) {
@@ -319,7 +367,9 @@ func (c *Central) flushHosts(now time.Time) {
 	c.toHosts.Begin(c.hostBuf, c.words, c.cfg.MaxBundle)
 }
 
-func (c *Central) flushC1(n int) {
+// flushC1 sends C_1 n's bundle when it holds anything, accounting the time
+// each outward message waited in it.
+func (c *Central) flushC1(n int, now time.Time) {
 	w := &c.toC1[n]
 	if w.Count() == 0 {
 		return
@@ -327,7 +377,13 @@ func (c *Central) flushC1(n int) {
 	c.Send(w.Finish(), c.cfg.C1s[n-1])
 	c.st.mu.Lock()
 	c.st.BundlesOut++
+	for _, t := range c.c1Arrivals[n] {
+		if !t.IsZero() {
+			c.st.Added.Add(now.Sub(t).Seconds())
+		}
+	}
 	c.st.mu.Unlock()
+	c.c1Arrivals[n] = c.c1Arrivals[n][:0]
 	w.Begin(c.c1Buf[n], 1, c.cfg.MaxBundle)
 }
 
@@ -344,11 +400,11 @@ func (c *Central) Tick(now time.Time) {
 		if jn := c.c1Joins[j]; now.Sub(jn.sent) >= retransmit {
 			jn.sent = now
 			c.c1Joins[j] = jn
-			c.toC1Control(jn.c1, bundle.Control{Type: bundle.CtlJoin, Group: uint16(jn.group), Seq: j})
+			c.toC1Control(jn.c1, bundle.Control{Type: bundle.CtlJoin, Group: uint16(jn.group), Seq: j}, now)
 		}
 	}
 	for n := 1; n < len(c.toC1); n++ {
-		c.flushC1(n)
+		c.flushC1(n, now)
 	}
 	if c.winStart.IsZero() {
 		c.winStart = now

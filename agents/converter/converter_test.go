@@ -348,3 +348,150 @@ func addedDelay(t testing.TB, rate float64, d time.Duration) (float64, int) {
 	sort.Float64s(delays)
 	return delays[len(delays)*99/100], len(delays)
 }
+
+// joinedThroughC1s has hosts join packet addresses (group -> host ids) and
+// the C_1s acknowledge C_2's joins; it returns which C_1 joined each group.
+func joinedThroughC1s(t *testing.T, c *Central, out *[]sent, joins map[int][]int, now time.Time) map[int]int {
+	seq := uint32(0)
+	for g := 0; g < bundle.Groups; g++ {
+		for _, h := range joins[g] {
+			seq++
+			c.From(controlBundle(bundle.Control{Type: bundle.CtlJoin, Host: uint8(h), Group: uint16(g), Seq: seq}), hostAddr(h), now)
+		}
+	}
+	c.Tick(now)
+	for _, s := range *out {
+		if s.to == c.cfg.Hosts {
+			continue
+		}
+		var r bundle.Reader
+		if err := r.Open(s.b); err != nil {
+			t.Fatal(err)
+		}
+		for {
+			_, p, ok := r.NextAddr()
+			if !ok {
+				break
+			}
+			ctl, _ := bundle.ParseControl(p)
+			c.From(controlBundle(bundle.Control{Type: bundle.CtlAck, Seq: ctl.Seq}), s.to, now)
+		}
+	}
+	c.Tick(now) // the hosts' acknowledgements out
+	owner := map[int]int{}
+	for g := range joins {
+		owner[g] = c.db.C1(g)
+	}
+	*out = nil
+	return owner
+}
+
+// outward decodes C_2's bundles to the C_1s: the data messages' addresses per C_1 number.
+func outward(t *testing.T, c *Central, out []sent) map[int][]uint16 {
+	got := map[int][]uint16{}
+	for _, s := range out {
+		n, ok := c.c1[s.to]
+		if !ok {
+			continue
+		}
+		var r bundle.Reader
+		if err := r.Open(s.b); err != nil {
+			t.Fatal(err)
+		}
+		for {
+			a, _, ok := r.NextAddr()
+			if !ok {
+				break
+			}
+			if a != bundle.ControlAddr {
+				got[n] = append(got[n], a)
+			}
+		}
+	}
+	return got
+}
+
+// TestCentralSendsHostMessagesOut: with the outbound path, every data message a host sends goes to a C_1's bundle
+// as well as to the local hosts that want it: through the C_1 that joined its packet address (any other C_1 on the
+// router's LAN would hear it and hand it back as an outside message), else the C_1 given the fewest so far. An
+// outside message (from a C_1) never goes back out, and a host message nobody local wants is not a drop.
+func TestCentralSendsHostMessagesOut(t *testing.T) {
+	c, out, st := central(t, 2, 10e6)
+	c.cfg.Outbound = true
+	now := time.Now()
+	owner := joinedThroughC1s(t, c, out, map[int][]int{5: {1, 2}, 6: {3}}, now)
+	if owner[5] == 0 || owner[6] == 0 || owner[5] == owner[6] {
+		t.Fatalf("C_1s of groups 5 and 6: %v (want one each)", owner)
+	}
+	other := 3 - owner[6]
+	before := st.Added.Count()                          // the joins' acknowledgements
+	c.From(dataBundle(1, 6*32+2), hostAddr(1), now)     // local host 3 wants it, and it goes out through 6's C_1
+	c.From(dataBundle(1, 7*32, 8*32), hostAddr(1), now) // nobody here wants 7 or 8: out only, least used C_1
+	c.From(dataBundle(0, 5*32+4), c.cfg.C1s[0], now)    // an outside message: to hosts 1 and 2, not back out
+	c.Tick(now.Add(2 * time.Millisecond))
+	got := outward(t, c, *out)
+	// 6*32+2 through group 6's C_1; 7*32 through the other (it had none); 8*32 through either (one each)
+	if len(got[owner[6]]) == 0 || got[owner[6]][0] != 6*32+2 || len(got[other]) == 0 || got[other][0] != 7*32 ||
+		len(got[owner[6]])+len(got[other]) != 3 {
+		t.Fatalf("outward %v (group 6's C_1 is %d, the other %d)", got, owner[6], other)
+	}
+	del := delivered(t, *out)
+	want := [][2]int{{int(bundle.Bit(3)), 1}, {int(bundle.Bit(1) | bundle.Bit(2)), 0}}
+	if len(del) != 2 || del[0] != want[0] || del[1] != want[1] {
+		t.Fatalf("delivered %v, want %v", del, want)
+	}
+	if st.ToOutside != 3 || st.Dropped[DropNoInterest] != 0 {
+		t.Fatalf("to outside %d, dropped %v", st.ToOutside, st.Dropped)
+	}
+	// each outward message's wait in C_2 is accounted (2 ms here), with the hosts' 2 messages
+	if st.Added.Count()-before != 3+2 || st.Added.Quantile(1) < 0.0019 {
+		t.Fatalf("added delay over %d messages, max %g s", st.Added.Count()-before, st.Added.Quantile(1))
+	}
+}
+
+// TestCentralSpreadsUnjoinedOutwardMessages: addresses no C_1 has joined spread evenly over the C_1s (the thesis's
+// C_2 keeps the outward load even), bundled at the interval, a full bundle sent at once.
+func TestCentralSpreadsUnjoinedOutwardMessages(t *testing.T) {
+	c, out, st := central(t, 3, 10e6)
+	c.cfg.Outbound = true
+	now := time.Now()
+	joinedThroughC1s(t, c, out, map[int][]int{0: {1}}, now)
+	for i := 0; i < 100; i++ {
+		c.From(dataBundle(1, uint16(40+i%3)*32), hostAddr(1), now) // groups 40..42: no C_1 joined them
+	}
+	c.Tick(now)
+	got := outward(t, c, *out)
+	for n := 1; n <= 3; n++ {
+		if k := len(got[n]); k < 33 || k > 34 {
+			t.Fatalf("C_1 %d sent %d of 100 (want 33 or 34): %v", n, k, got)
+		}
+	}
+	if st.ToOutside != 100 || st.Dropped[DropNoInterest] != 0 {
+		t.Fatalf("to outside %d, dropped %v", st.ToOutside, st.Dropped)
+	}
+	bundles := 0
+	for _, s := range *out {
+		if _, ok := c.c1[s.to]; ok {
+			bundles++
+			if len(s.b) > DefaultMaxBundle {
+				t.Fatalf("a bundle of %d B to a C_1 (largest %d)", len(s.b), DefaultMaxBundle)
+			}
+		}
+	}
+	if bundles < 12 { // 33 messages of 150 B fill more than 3 bundles of 1472 B: at least 4 per C_1
+		t.Fatalf("%d bundles to the C_1s for 100 messages of 150 B", bundles)
+	}
+}
+
+// TestCentralWithoutOutboundKeepsHostMessagesLocal: the default keeps the earlier behaviour (nothing out, a
+// message nobody wants is a drop).
+func TestCentralWithoutOutboundKeepsHostMessagesLocal(t *testing.T) {
+	c, out, st := central(t, 2, 10e6)
+	now := time.Now()
+	joinedThroughC1s(t, c, out, map[int][]int{5: {1, 2}}, now)
+	c.From(dataBundle(1, 5*32, 7*32), hostAddr(1), now)
+	c.Tick(now)
+	if got := outward(t, c, *out); len(got) != 0 || st.ToOutside != 0 || st.Dropped[DropNoInterest] != 1 {
+		t.Fatalf("outward %v, to outside %d, dropped %v", got, st.ToOutside, st.Dropped)
+	}
+}

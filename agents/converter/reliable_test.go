@@ -213,5 +213,12 @@ func FuzzCentralFrom(f *testing.F) {
 		for i := 0; i < 3; i++ {
 			c.Tick(now.Add(time.Duration(i) * RTO(c.cfg.Interval)))
 		}
+		// the outbound path, with C_1s: the same bytes from a host and from a C_1
+		o, _, _ := central(t, 2, 10e6)
+		o.cfg.Outbound = true
+		o.From(controlBundle(bundle.Control{Type: bundle.CtlJoin, Host: 1, Group: 5, Seq: 1}), hostAddr(1), now)
+		o.From(b, hostAddr(1), now)
+		o.From(b, o.cfg.C1s[0], now)
+		o.Tick(now)
 	})
 }

@@ -39,6 +39,7 @@ type Config struct {
 	Seed       int64
 	JoinWait   time.Duration // H: how long to wait for C_2's acknowledgements
 	Reliable   bool          // C_2, H: acknowledged delivery of priority messages (reliable.go)
+	Outbound   bool          // C_2: every host data message also toward the outside, through a C_1
 }
 
 // Defaults.

@@ -47,6 +47,7 @@ type Stats struct {
 	BundlesOut       uint64
 	PacketsIn        uint64
 	PacketsOut       uint64
+	ToOutside        uint64 // C_2: host messages given to a C_1 to send out (--outbound)
 	Dropped          map[string]uint64
 	Congestion       int
 	Utilisation      float64
@@ -109,7 +110,7 @@ func (s *Stats) Summary() map[string]any {
 		"received_priority": s.ReceivedPriority, "retransmitted": s.Retransmitted, "duplicates": s.Duplicates,
 		"dropped": dropped, "bundles_in": s.BundlesIn, "bundles_out": s.BundlesOut,
 		"packets_in": s.PacketsIn, "packets_out": s.PacketsOut, "elapsed_seconds": elapsed.Seconds(),
-		"congestion_level": s.Congestion, "groups": s.Groups,
+		"congestion_level": s.Congestion, "groups": s.Groups, "to_outside": s.ToOutside,
 	}
 	if len(s.AckedAfter) > 0 {
 		out["acked_after_sendings"] = byHost(s.AckedAfter)
@@ -160,6 +161,7 @@ var (
 	descAdded      = prometheus.NewDesc("protolab_converter_added_delay_seconds", "Time a message spent inside this converter (arrival to the bundle leaving).", nil, nil)
 	descPerBundle  = prometheus.NewDesc("protolab_converter_messages_per_bundle", "Messages per bundle received.", nil, nil)
 	descBundles    = prometheus.NewDesc("protolab_converter_bundles_total", "Bundles by direction (in, out).", []string{"direction"}, nil)
+	descOutside    = prometheus.NewDesc("protolab_converter_to_outside_total", "C_2: host messages given to a C_1 to send toward the outside (--outbound).", nil, nil)
 	descPackets    = prometheus.NewDesc("protolab_converter_packets_total", "One-message IP multicast packets by direction (in, out).", []string{"direction"}, nil)
 	descDropped    = prometheus.NewDesc("protolab_converter_dropped_total", "Messages or bundles dropped, by reason.", []string{"reason"}, nil)
 	descCongestion = prometheus.NewDesc("protolab_converter_congestion_level", "C_2's congestion level: 0 normal, 1 low-priority messages dropped.", nil, nil)
@@ -190,6 +192,7 @@ func (s *Stats) Update(ch chan<- prometheus.Metric) error {
 	c(descBundles, s.BundlesOut, "out")
 	c(descPackets, s.PacketsIn, "in")
 	c(descPackets, s.PacketsOut, "out")
+	c(descOutside, s.ToOutside)
 	for k, v := range s.Dropped {
 		c(descDropped, v, k)
 	}

@@ -42,7 +42,8 @@ const usage = `Usage: protolab-converter c2|c1|h|host|wan [flags]   (--help afte
 
   c2    central converter: group database, rebundling for the hosts every
         --interval (broadcast to --hosts), least-used C_1 per packet address,
-        low-priority drops above 80 % of --host-capacity
+        low-priority drops above 80 % of --host-capacity; with --outbound,
+        every host message also out through a C_1
   c1    router interface: joins what C_2 says with IGMP on --iface, bundles
         the router's IP multicast to C_2, sends C_2's messages outward
   h     host interface with a simulation host's load (--rate messages/s,
@@ -93,6 +94,8 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	fs.Int64Var(&cfg.Seed, "seed", 0, "random seed (0: from the host id)")
 	fs.BoolVar(&cfg.Reliable, "reliable", false,
 		"c2, h: acknowledged delivery of priority messages between C_2 and the hosts (sec. 3.4.2); both ends must have it")
+	fs.BoolVar(&cfg.Outbound, "outbound", false,
+		"c2: every host data message also toward the outside, through the C_1 that joined its address (else the least used)")
 	listen := fs.String("listen", "", "address for /metrics (e.g. :9104); empty: none")
 	if err := fs.Parse(args[1:]); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
@@ -103,6 +106,9 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	bad := func(format string, a ...any) int {
 		fmt.Fprintf(stderr, "protolab-converter %s: %s\n", role, fmt.Sprintf(format, a...))
 		return 2
+	}
+	if cfg.Outbound && role != "c2" {
+		return bad("--outbound is C_2's (it copies host messages to the C_1s), not %s's", role)
 	}
 	if cfg.Reliable && role != "c2" && role != "h" {
 		return bad("--reliable is for c2 and h (the local network between C_2 and the hosts), not %s", role)
