@@ -9,11 +9,13 @@ with the machine. The bars of issue 20, each a ratio measured side by side in on
    theirs iperf3's receiver figure. The two tools alternate over rounds, medians reported.
    Target: ours >= 0.9 x iperf3, for each write size.
 2. request_response of 32 B over TCP: p50 round trip of the binary (`serve` and `run`, two processes) against the
-   p50 of the minimal Go ping-pong (TCP_NODELAY, no framing) of agents/spims/bench_test.go, from its
-   BenchmarkRequestResponseRatio, which also gives protolab's p50 in-process (spims.RequestResponse in the test
-   binary, responder in the same process): reported for context. Also for context, the same ping-pong as two
-   processes (built here from PINGPONG_GO), the shape the binary runs in: it tells what crossing processes costs
-   on its own. The three alternate over rounds, medians reported. Target: ours <= 1.2 x the ping-pong.
+   p50 of the minimal Go ping-pong (TCP_NODELAY, no framing) as two processes (built here from PINGPONG_GO), the
+   shape the binary runs in. Both run with the server pinned to one core and the client pinned either to the same
+   core or to the other: on this VM a wake-up across cores costs tens of microseconds (an idle vCPU halts and is
+   woken by the hypervisor), so an unpinned pair reads 10 or 70 us by where the scheduler put it, whichever tool
+   it is. For context, agents/spims/bench_test.go's BenchmarkRequestResponseRatio (pinned to the server's core):
+   the ping-pong and spims.RequestResponse in one process. The tools alternate over rounds, medians reported with
+   each figure's spread over rounds. Target: ours <= 1.2 x the two-process ping-pong, in each placement.
 3. per transport (tcp, tls, quic, mptcp), from the binary: connect_disconnect connections/s (dial with the
    transport's handshake, close, no exchange) and request_response 32 B p50/p99. No target: figures. A transport
    this machine cannot run is reported as skipped.
@@ -109,13 +111,28 @@ def stop(proc: subprocess.Popen) -> None:
             proc.wait(timeout=5)
 
 
+def pinned(cpu: int | None) -> list[str]:
+    """The argv prefix that runs a command on one CPU (none: where the scheduler puts it)."""
+    return [] if cpu is None else ["taskset", "-c", str(cpu)]
+
+
+def placements() -> dict[str, tuple[int, int]]:
+    """request_response's placements: (server CPU, client CPU), "same core" and, with two CPUs, "across cores"."""
+    cpus = sorted(os.sched_getaffinity(0))
+    out = {"same_core": (cpus[0], cpus[0])}
+    if len(cpus) > 1:
+        out["across_cores"] = (cpus[0], cpus[1])
+    return out
+
+
 @contextlib.contextmanager
-def spims_server(transport: str, tmp: Path) -> Iterator[str]:
-    """`protolab-spims serve` on a free loopback port; yields its address. Unavailable if the host lacks it."""
+def spims_server(transport: str, tmp: Path, cpu: int | None = None) -> Iterator[str]:
+    """`protolab-spims serve` on a free loopback port (on `cpu` when given); yields its address. Unavailable if the
+    host lacks it."""
     addr = f"{HOST}:{free_port()}"
     log = tmp / f"serve-{transport}-{addr.rsplit(':', 1)[1]}.log"
     with log.open("w") as f:  # a file, not a pipe: nothing to drain while it runs
-        proc = subprocess.Popen([str(SPIMS), "serve", "--transport", transport, "--listen", addr],
+        proc = subprocess.Popen([*pinned(cpu), str(SPIMS), "serve", "--transport", transport, "--listen", addr],
                                 stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=f)  # fmt: skip
     try:
         what = f"protolab-spims serve --transport {transport}"
@@ -138,10 +155,10 @@ def job(procedure: str, transport: str, target: str, iterations: int, size: int 
     return j
 
 
-def spims_run(j: dict, timeout: float) -> dict:
-    """One `protolab-spims run`; its result line."""
-    proc = subprocess.run([str(SPIMS), "run", "--job", "-"], input=json.dumps(j), capture_output=True, text=True,
-                          timeout=timeout)  # fmt: skip
+def spims_run(j: dict, timeout: float, cpu: int | None = None) -> dict:
+    """One `protolab-spims run` (on `cpu` when given); its result line."""
+    proc = subprocess.run([*pinned(cpu), str(SPIMS), "run", "--job", "-"], input=json.dumps(j), capture_output=True,
+                          text=True, timeout=timeout)  # fmt: skip
     if proc.returncode == UNAVAILABLE:
         raise UnavailableError(proc.stderr.strip()[-500:])
     if proc.returncode != 0:
@@ -298,10 +315,10 @@ def pingpong_binary(tmp: Path) -> Path:
 
 
 @contextlib.contextmanager
-def pingpong_server(exe: Path) -> Iterator[str]:
+def pingpong_server(exe: Path, cpu: int | None = None) -> Iterator[str]:
     port = free_port()
     quiet = {"stdin": subprocess.DEVNULL, "stdout": subprocess.DEVNULL, "stderr": subprocess.DEVNULL}
-    proc = subprocess.Popen([str(exe), "serve", f"{HOST}:{port}"], **quiet)
+    proc = subprocess.Popen([*pinned(cpu), str(exe), "serve", f"{HOST}:{port}"], **quiet)
     try:
         wait_until(lambda: tcp_listening(port), proc, "ping-pong serve")
         yield f"{HOST}:{port}"
@@ -309,8 +326,8 @@ def pingpong_server(exe: Path) -> Iterator[str]:
         stop(proc)
 
 
-def pingpong_run(exe: Path, addr: str, n: int) -> float:
-    proc = subprocess.run([str(exe), "run", addr, str(n)], capture_output=True, text=True, timeout=120)
+def pingpong_run(exe: Path, addr: str, n: int, cpu: int | None = None) -> float:
+    proc = subprocess.run([*pinned(cpu), str(exe), "run", addr, str(n)], capture_output=True, text=True, timeout=120)
     if proc.returncode != 0:
         raise RuntimeError(f"ping-pong run failed ({proc.returncode}): {proc.stderr.strip()[-500:]}")
     return float(proc.stdout)
@@ -326,9 +343,10 @@ def go_bench_binary(tmp: Path) -> Path:
     return exe
 
 
-def go_pingpong(exe: Path, n: int) -> dict:
+def go_pingpong(exe: Path, n: int, cpu: int | None = None) -> dict:
     """BenchmarkRequestResponseRatio for n round trips each: its metrics (pingpong-p50-ns, spims-p50-ns, ratio)."""
-    cmd = [str(exe), "-test.run", "^$", "-test.bench", "^BenchmarkRequestResponseRatio$", "-test.benchtime", f"{n}x"]
+    cmd = [*pinned(cpu), str(exe), "-test.run", "^$", "-test.bench", "^BenchmarkRequestResponseRatio$",
+           "-test.benchtime", f"{n}x"]  # fmt: skip
     proc = subprocess.run(cmd, cwd=REPO / "agents" / "spims", capture_output=True, text=True, timeout=300)
     line = next((ln for ln in proc.stdout.splitlines() if ln.startswith("BenchmarkRequestResponseRatio")), None)
     if proc.returncode != 0 or line is None:
@@ -336,48 +354,61 @@ def go_pingpong(exe: Path, n: int) -> dict:
     return {unit: float(v) for v, unit in GO_METRIC.findall(line.split(None, 2)[2])}
 
 
+def spread(values: list[float]) -> dict:
+    """A figure's median, least and greatest over rounds."""
+    return {"median": statistics.median(values), "min": min(values), "max": max(values)}
+
+
 def bar_request_response(rounds: int, n: int, tmp: Path) -> dict:
     if not Path(GO).exists():
         return {"skipped": f"no Go toolchain (looked for {GO}) to build agents/spims's benchmark"}
+    if not shutil.which("taskset"):
+        return {"skipped": "no taskset (util-linux) to pin the two ends: unpinned figures swing with placement"}
     exe, pp_exe = go_bench_binary(tmp), pingpong_binary(tmp)
+    where = placements()
+    server_cpu = next(iter(where.values()))[0]
     runs = []
-    with spims_server("tcp", tmp) as addr, pingpong_server(pp_exe) as pp_addr:
+    with spims_server("tcp", tmp, server_cpu) as addr, pingpong_server(pp_exe, server_cpu) as pp_addr:
         rr_job = job("request_response", "tcp", addr, n, size=32)
         for i in range(rounds):
             run: dict = {}
-            tools = ("pingpong", "protolab", "pingpong_2proc")
-            for tool in tools if i % 2 == 0 else reversed(tools):
-                if tool == "pingpong_2proc":
-                    run["pingpong_2proc_p50_seconds"] = pingpong_run(pp_exe, pp_addr, n)
-                elif tool == "pingpong":
-                    m = go_pingpong(exe, n)
-                    run["pingpong_p50_seconds"] = m["pingpong-p50-ns"] / 1e9
-                    run["in_process_spims_p50_seconds"] = m["spims-p50-ns"] / 1e9
-                    run["in_process_ratio"] = m["ratio"]
-                else:
-                    r = spims_run(rr_job, timeout=120)
-                    run["protolab_p50_seconds"] = r["seconds"]["p50"]
-                    run["protolab_p99_seconds"] = r["seconds"]["p99"]
-            run["ratio"] = run["protolab_p50_seconds"] / run["pingpong_p50_seconds"]
+            m = go_pingpong(exe, n, server_cpu)
+            run["in_process_pingpong_p50_seconds"] = m["pingpong-p50-ns"] / 1e9
+            run["in_process_spims_p50_seconds"] = m["spims-p50-ns"] / 1e9
+            for name, (_server, client) in where.items():
+                tools = ("protolab", "pingpong") if i % 2 == 0 else ("pingpong", "protolab")
+                for tool in tools:
+                    if tool == "pingpong":
+                        run[f"{name}_pingpong_p50_seconds"] = pingpong_run(pp_exe, pp_addr, n, client)
+                    else:
+                        r = spims_run(rr_job, timeout=120, cpu=client)
+                        run[f"{name}_protolab_p50_seconds"] = r["seconds"]["p50"]
+                        run[f"{name}_protolab_p99_seconds"] = r["seconds"]["p99"]
+                run[f"{name}_ratio"] = run[f"{name}_protolab_p50_seconds"] / run[f"{name}_pingpong_p50_seconds"]
             runs.append(run)
-            print(f"  round {i + 1}: protolab {us(run['protolab_p50_seconds'])}, ping-pong "
-                  f"{us(run['pingpong_p50_seconds'])}, ratio {run['ratio']:.2f} (in-process spims "
-                  f"{us(run['in_process_spims_p50_seconds'])}; ping-pong as two processes "
-                  f"{us(run['pingpong_2proc_p50_seconds'])})")  # fmt: skip
-    ours = statistics.median(r["protolab_p50_seconds"] for r in runs)
-    theirs = statistics.median(r["pingpong_p50_seconds"] for r in runs)
-    return {
+            print(f"  round {i + 1}: " + "; ".join(
+                f"{name.replace('_', ' ')}: protolab {us(run[f'{name}_protolab_p50_seconds'])}, ping-pong "
+                f"{us(run[f'{name}_pingpong_p50_seconds'])}, ratio {run[f'{name}_ratio']:.2f}" for name in where)
+                + f" (in one process: ping-pong {us(run['in_process_pingpong_p50_seconds'])}, spims "
+                  f"{us(run['in_process_spims_p50_seconds'])})")  # fmt: skip
+    out: dict = {
         "size_bytes": 32, "round_trips_per_run": n, "rounds": runs,
-        "compared": "protolab-spims binary (serve + run, two processes) p50 vs BenchmarkRequestResponseRatio's "
-                    "pingpong-p50-ns (agents/spims/bench_test.go, one process)",
-        "protolab_median_p50_seconds": ours, "pingpong_median_p50_seconds": theirs,
-        "in_process_spims_median_p50_seconds": statistics.median(r["in_process_spims_p50_seconds"] for r in runs),
-        "in_process_median_ratio": statistics.median(r["in_process_ratio"] for r in runs),
-        "pingpong_2proc_median_p50_seconds": statistics.median(r["pingpong_2proc_p50_seconds"] for r in runs),
-        "ratio_to_pingpong_2proc": ours / statistics.median(r["pingpong_2proc_p50_seconds"] for r in runs),
-        "median_of_round_ratios": statistics.median(r["ratio"] for r in runs),
-        **verdict(ours, theirs, RR_TARGET, higher_is_better=False),
+        "compared": "protolab-spims binary (serve + run, two processes) p50 vs the same Go ping-pong as two "
+                    "processes, the server pinned to a core and the client to the same core or to the other",
+        "placements": {name: {"server_cpu": s, "client_cpu": c} for name, (s, c) in where.items()},
+        "in_process_pingpong_p50_seconds": spread([r["in_process_pingpong_p50_seconds"] for r in runs]),
+        "in_process_spims_p50_seconds": spread([r["in_process_spims_p50_seconds"] for r in runs]),
     }  # fmt: skip
+    for name in where:
+        ours = statistics.median(r[f"{name}_protolab_p50_seconds"] for r in runs)
+        theirs = statistics.median(r[f"{name}_pingpong_p50_seconds"] for r in runs)
+        out[name] = {
+            "protolab_p50_seconds": spread([r[f"{name}_protolab_p50_seconds"] for r in runs]),
+            "pingpong_p50_seconds": spread([r[f"{name}_pingpong_p50_seconds"] for r in runs]),
+            "ratio_spread": spread([r[f"{name}_ratio"] for r in runs]),
+            **verdict(ours, theirs, RR_TARGET, higher_is_better=False),
+        }
+    return out
 
 
 def bar_transports(connects: int, round_trips: int, tmp: Path) -> list[dict]:
@@ -433,11 +464,16 @@ def table(result: dict) -> None:
     if "skipped" in rr:
         print(f"  2. request_response 32 B: skipped: {rr['skipped']}")
     else:
-        print(f"  2. request_response 32 B p50: {us(rr['protolab_median_p50_seconds'])} vs Go ping-pong "
-              f"{us(rr['pingpong_median_p50_seconds'])}, ratio {rr['ratio']:.2f} ({rr['target']}): {rr['verdict']}"
-              f"\n     context: in-process spims {us(rr['in_process_spims_median_p50_seconds'])} (ratio "
-              f"{rr['in_process_median_ratio']:.2f}); ping-pong as two processes "
-              f"{us(rr['pingpong_2proc_median_p50_seconds'])} (ratio {rr['ratio_to_pingpong_2proc']:.2f})")  # fmt: skip
+        for name in rr["placements"]:
+            p = rr[name]
+            print(f"  2. request_response 32 B p50, {name.replace('_', ' ')}: "
+                  f"{us(p['protolab_p50_seconds']['median'])} vs the two-process Go ping-pong "
+                  f"{us(p['pingpong_p50_seconds']['median'])}, ratio {p['ratio']:.2f} ({p['target']}): "
+                  f"{p['verdict']}; over rounds ours "
+                  f"{us(p['protolab_p50_seconds']['min'])}-{us(p['protolab_p50_seconds']['max'])}, theirs "
+                  f"{us(p['pingpong_p50_seconds']['min'])}-{us(p['pingpong_p50_seconds']['max'])}")  # fmt: skip
+        print(f"     context, in one process: ping-pong {us(rr['in_process_pingpong_p50_seconds']['median'])}, "
+              f"spims {us(rr['in_process_spims_p50_seconds']['median'])}")  # fmt: skip
     print("  3. per transport (no target):")
     print(f"     {'transport':<10}{'connects/s':>12}{'rr 32 B p50':>14}{'rr 32 B p99':>14}")
     for t in result["transports"]:

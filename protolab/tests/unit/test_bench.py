@@ -42,9 +42,16 @@ def test_figures_are_held_against_their_targets_in_the_right_direction():
     assert figs["linkem.64B.pps_ratio"].value == 0.9 and figs["linkem.64B.pps_ratio"].met is True
     assert figs["linkem.1500B.pps_ratio"].met is True
     assert figs["linkem.added_p99_us"].met is False  # lower is better: 111.8 us against < 100 us
-    rr = {"bulk_get": [{"unit": "1KiB", "ratio": 0.58}], "request_response": {"ratio_to_pingpong_2proc": 1.1}}
+    placements = {"same_core": {"server_cpu": 0, "client_cpu": 0}, "across_cores": {"server_cpu": 0, "client_cpu": 1}}
+    pinned = {"placements": placements, "same_core": {"ratio": 1.1}, "across_cores": {"ratio": 1.3}}
+    rr = {"bulk_get": [{"unit": "1KiB", "ratio": 0.58}], "request_response": pinned}
     figs = {f.key: f for f in summary.spims(rr)}
-    assert figs["spims.bulk_get.1KiB.ratio"].met is False and figs["spims.request_response.p50_ratio"].met is True
+    assert figs["spims.bulk_get.1KiB.ratio"].met is False
+    assert figs["spims.request_response.same_core.p50_ratio"].met is True
+    assert figs["spims.request_response.across_cores.p50_ratio"].met is False
+    old = {"bulk_get": [], "request_response": {"ratio_to_pingpong_2proc": 1.1}}  # a result from before the pinning
+    assert [(f.key, f.met) for f in summary.spims(old)] == [("spims.request_response.p50_ratio", True)]
+    assert list(summary.spims({"bulk_get": [], "request_response": {"skipped": "no Go"}})) == []
     assert summary.Figure("x", 3.0, "s").met is None  # no target: neither met nor missed
 
 
