@@ -29,8 +29,8 @@ type Central struct {
 	toC1   []bundle.Writer // index 1..n
 	c1Buf  [][]byte
 	ctlBuf []byte
-	// the outbound path (cfg.Outbound): when each message in toC1[n] arrived
-	// (zero for control), and the messages each C_1 was given to send out
+	// the outbound path (cfg.Outbound): when each outward message in toC1[n]
+	// arrived, and the messages each C_1 was given to send out
 	c1Arrivals [][]time.Time
 	outLoad    []uint64
 
@@ -336,7 +336,6 @@ func (c *Central) toC1Control(n int, ctl bundle.Control, now time.Time) {
 		c.flushC1(n, now)
 		w.AddAddr(bundle.ControlAddr, c.ctlBuf)
 	}
-	c.c1Arrivals[n] = append(c.c1Arrivals[n], time.Time{})
 }
 
 func (c *Central) flushHosts(now time.Time) {
@@ -378,9 +377,7 @@ func (c *Central) flushC1(n int, now time.Time) {
 	c.st.mu.Lock()
 	c.st.BundlesOut++
 	for _, t := range c.c1Arrivals[n] {
-		if !t.IsZero() {
-			c.st.Added.Add(now.Sub(t).Seconds())
-		}
+		c.st.Added.Add(now.Sub(t).Seconds())
 	}
 	c.st.mu.Unlock()
 	c.c1Arrivals[n] = c.c1Arrivals[n][:0]

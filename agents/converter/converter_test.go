@@ -360,21 +360,10 @@ func joinedThroughC1s(t *testing.T, c *Central, out *[]sent, joins map[int][]int
 		}
 	}
 	c.Tick(now)
-	for _, s := range *out {
-		if s.to == c.cfg.Hosts {
-			continue
-		}
-		var r bundle.Reader
-		if err := r.Open(s.b); err != nil {
-			t.Fatal(err)
-		}
-		for {
-			_, p, ok := r.NextAddr()
-			if !ok {
-				break
-			}
-			ctl, _ := bundle.ParseControl(p)
-			c.From(controlBundle(bundle.Control{Type: bundle.CtlAck, Seq: ctl.Seq}), s.to, now)
+	for n, msgs := range toC1s(t, c, *out) {
+		for _, m := range msgs {
+			ctl, _ := bundle.ParseControl(m.payload)
+			c.From(controlBundle(bundle.Control{Type: bundle.CtlAck, Seq: ctl.Seq}), c.cfg.C1s[n-1], now)
 		}
 	}
 	c.Tick(now) // the hosts' acknowledgements out
@@ -386,9 +375,15 @@ func joinedThroughC1s(t *testing.T, c *Central, out *[]sent, joins map[int][]int
 	return owner
 }
 
-// outward decodes C_2's bundles to the C_1s: the data messages' addresses per C_1 number.
-func outward(t *testing.T, c *Central, out []sent) map[int][]uint16 {
-	got := map[int][]uint16{}
+type addressed struct {
+	addr    uint16
+	payload []byte
+}
+
+// toC1s decodes C_2's bundles to the C_1s: each message, control ones
+// included, per C_1 number, in the order sent.
+func toC1s(t *testing.T, c *Central, out []sent) map[int][]addressed {
+	got := map[int][]addressed{}
 	for _, s := range out {
 		n, ok := c.c1[s.to]
 		if !ok {
@@ -399,12 +394,23 @@ func outward(t *testing.T, c *Central, out []sent) map[int][]uint16 {
 			t.Fatal(err)
 		}
 		for {
-			a, _, ok := r.NextAddr()
+			a, p, ok := r.NextAddr()
 			if !ok {
 				break
 			}
-			if a != bundle.ControlAddr {
-				got[n] = append(got[n], a)
+			got[n] = append(got[n], addressed{a, p})
+		}
+	}
+	return got
+}
+
+// outward is toC1s's data messages: their addresses per C_1 number.
+func outward(t *testing.T, c *Central, out []sent) map[int][]uint16 {
+	got := map[int][]uint16{}
+	for n, msgs := range toC1s(t, c, out) {
+		for _, m := range msgs {
+			if m.addr != bundle.ControlAddr {
+				got[n] = append(got[n], m.addr)
 			}
 		}
 	}
