@@ -52,8 +52,29 @@ def ensure_base() -> None:
     say(f"no registry reachable: bootstrapping {BASE} locally with debootstrap from {MIRROR} (about a minute)")
     with tempfile.TemporaryDirectory(prefix="protolab-rootfs-") as root:
         run(["debootstrap", "--variant=minbase", "bookworm", root, MIRROR], timeout=900)
+        _as_published(Path(root))
         run(["sh", "-c", 'tar -C "$1" -c . | docker import - "$2"', "sh", root, BASE], timeout=300)
     say(f"bootstrapped {BASE} in {time.monotonic() - t0:.0f}s")
+
+
+# What the published debian images carry so that an image's `apt-get install` layer holds no package files
+# (debuerreotype's docker-clean): the .deb files and the binary caches deleted after every dpkg run and update.
+_RM_DEBS = '"rm -f /var/cache/apt/archives/*.deb /var/cache/apt/archives/partial/*.deb /var/cache/apt/*.bin || true"'
+APT_DOCKER_CLEAN = (
+    f"DPkg::Post-Invoke {{ {_RM_DEBS}; }};\nAPT::Update::Post-Invoke {{ {_RM_DEBS}; }};\n"
+    'Dir::Cache::pkgcache "";\nDir::Cache::srcpkgcache "";\n'
+)
+
+
+def _as_published(root: Path) -> None:
+    """A debootstrapped tree made like the published base image: without the packages debootstrap downloaded
+    and the package lists (about 80 MB that every image on it, and every testbed engine it is copied to, would
+    carry), and with apt set to keep none."""
+    for pattern in ("var/cache/apt/archives/*.deb", "var/cache/apt/*.bin", "var/lib/apt/lists/*"):
+        for p in root.glob(pattern):
+            if p.is_file() and not p.is_symlink():
+                p.unlink()
+    (root / "etc/apt/apt.conf.d/docker-clean").write_text(APT_DOCKER_CLEAN)
 
 
 def _hash_tree(h: hashlib._Hash, root: Path, patterns: tuple[str, ...]) -> None:

@@ -4,7 +4,7 @@ the other;
 r1 and r2 run as containers on their own host's engine, and the stitched r1-r2 link (protolab.lab.stitch) carries a
 TCP flow between them. Then the run's ledger removes engines, containers, namespaces and links, and nothing is
 left. The containers' image is this machine's iperf3 and sleep with their libraries (a few MB, imported in a
-second) rather than the 370 MB node image, which emulation.load_image would copy in half a minute per engine."""
+second) rather than the 200 MB node image, which emulation.load_image would copy in several seconds per engine."""
 
 from __future__ import annotations
 
