@@ -285,6 +285,16 @@ class Sample:
     value: float
 
 
+def _scraped_at(target: dict[str, Any]) -> float:
+    """A target's last scrape's start as a time.time() (0 before its first: Go's zero time, or none given)."""
+    from datetime import datetime
+
+    try:
+        return datetime.fromisoformat(target.get("lastScrape", "")).timestamp()
+    except (TypeError, ValueError, OverflowError):
+        return 0.0
+
+
 class Prometheus:
     def __init__(self, url: str | None = None) -> None:
         self.url = url or prometheus_url()
@@ -311,13 +321,17 @@ class Prometheus:
             f"Prometheus at {self.url} not ready after {timeout:g}s (`docker logs {naming.prometheus_container()}`)"
         )
 
-    def wait_targets(self, nodes: set[str], timeout: float = 30) -> None:
-        """Until every node's agent has been scraped successfully."""
+    def wait_targets(self, nodes: set[str], timeout: float = 30, since: float | None = None) -> None:
+        """Until every node's agent has been scraped successfully; with `since` (a time.time()), by a scrape that
+        began at or after it. Targets announced before a deploy (Prometheus applies a changed target set only
+        every 5 s) are found `up` by the previous deployment's last scrape when the names are the same: `since`,
+        the moment the lab was up, tells those apart."""
         deadline = time.monotonic() + timeout
         missing = set(nodes)
         while time.monotonic() < deadline:
             data = self._get("/api/v1/targets", state="active")
-            healthy = {t["labels"].get("node") for t in data["activeTargets"] if t["health"] == "up"}
+            healthy = {t["labels"].get("node") for t in data["activeTargets"]
+                       if t["health"] == "up" and (since is None or _scraped_at(t) >= since)}  # fmt: skip
             missing = nodes - healthy
             if not missing:
                 return

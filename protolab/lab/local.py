@@ -808,7 +808,8 @@ class Lab:
     def targets(self, extra_ports: dict[str, list[int]] | None = None) -> list[dict[str, Any]]:
         """Prometheus file_sd targets for this lab's agents, plus `extra_ports` per node (workload processes
         with their own /metrics, e.g. a DIS host while its task runs; node "*": every node), with the node's
-        labels."""
+        labels. Known before the deploy (the containers' names and roles are the topology's), so a run can
+        announce them while the lab comes up."""
         extra = extra_ports or {}
         name = naming.container_name
 
@@ -820,7 +821,7 @@ class Lab:
                 "targets": [f"{name(n.name)}:{p}" for p in [naming.AGENT_PORT, *ports(n.name)]],
                 "labels": {"node": n.name, "role": n.role, "run": self.run_id},
             }
-            for n in self.nodes.values()
+            for n in self.topology.hosts
         ]
 
 

@@ -145,11 +145,17 @@ class ExperimentRun:
                 print(f"deploying lab {gi + 1}/{len(groups)}: {points[0].experiment.topology.describe()}",
                       flush=True)  # fmt: skip
                 lab = self._lab(points, f"lab{gi + 1}")
+                local = self.hosts is None  # a lab on this machine names its targets before it is up
+                if local:
+                    self._announce(lab, points)
                 self._deploy(lab, f"lab{gi + 1}")
+                up_at = time.time()
                 signals.check()
-                self._targets(lab, points, prom)
+                if not local:
+                    self._announce(lab, points)
                 counters, since = session.best_effort(lab.interface_counters, {}), time.monotonic()
                 checked = self._self_check(lab, points[0].experiment)
+                self._await_targets(lab, prom, up_at)  # Prometheus found them while the self-check ran
                 deployment = {"topology": points[0].experiment.topology.model_dump(mode="json"), **lab.timings,
                               "links": lab.applied, "self_check": checked, "node_sysctls": lab.node_sysctls(),
                               "offloads": session.best_effort(lab.offloads, {}),
@@ -175,8 +181,9 @@ class ExperimentRun:
                 deployment["interface_traffic"] = environment.traffic(
                     counters, session.best_effort(lab.interface_counters, {}), time.monotonic() - since
                 )
-                monitor.write_targets([])
-                lab.clear_targets()
+                if not local or gi == len(groups) - 1:  # else the next lab's, announced before its deploy
+                    monitor.write_targets([])
+                    lab.clear_targets()
                 if not (self.keep and gi == len(groups) - 1):
                     self._destroy(lab)
                     lab = None
@@ -401,16 +408,21 @@ class ExperimentRun:
         except ProtolabError as exc:  # no graphviz here: the .dot stays, the report goes without the drawing
             log.warning("drawing the lab: %s", exc)
 
-    def _targets(self, lab: RunningLab, points: list[Point], prom: monitor.Prometheus) -> None:
+    def _announce(self, lab: RunningLab, points: list[Point]) -> None:
         """The lab's agents as the run's Prometheus's targets; over several hosts each host's Prometheus gets its
-        own nodes and the run's reads them through federation."""
+        own nodes and the run's reads them through federation. Prometheus applies a changed target set only
+        every 5 s, so a lab on this machine announces its (the topology's names) before its deploy: the wait
+        runs beside the deploy and the self-check instead of after them."""
         extra = scrape_ports(points)  # DIS hosts' /metrics
         monitor.write_targets(lab.targets(extra) + ([self.exporter_target] if self.exporter_target else []))
+
+    def _await_targets(self, lab: RunningLab, prom: monitor.Prometheus, up_at: float) -> None:
+        """Until every node's agent has been scraped since the lab was up (`up_at`, a time.time())."""
         nodes = {h.name for h in lab.topology.hosts}
         if self.hosts is not None:
             federation.wait_federated(prom, nodes)
         else:
-            prom.wait_targets(nodes)
+            prom.wait_targets(nodes, since=up_at)
 
     def _self_check(self, lab: RunningLab, ex: Any) -> list[dict[str, Any]] | None:
         """Measure the impaired links before any workload; every miss makes the run invalid."""

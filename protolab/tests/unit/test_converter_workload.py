@@ -255,7 +255,8 @@ def test_roles_must_be_complete():
 def test_lab_targets_add_wildcard_ports_to_every_node():
     from protolab.lab import Lab
 
-    lab = SimpleNamespace(run_id="r", nodes={n: SimpleNamespace(name=n, role="host") for n in ("h1", "c2")})
+    hosts = [SimpleNamespace(name=n, role="host") for n in ("h1", "c2")]
+    lab = SimpleNamespace(run_id="r", topology=SimpleNamespace(hosts=hosts))
     groups = Lab.targets(lab, {"*": [naming.CONVERTER_PORT], "h1": [naming.DIS_PORT]})  # type: ignore[arg-type]
     assert [g["targets"] for g in groups] == [
         ["plab-h1:9100", f"plab-h1:{naming.DIS_PORT}", f"plab-h1:{naming.CONVERTER_PORT}"],

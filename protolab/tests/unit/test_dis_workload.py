@@ -66,7 +66,8 @@ def test_scrape_ports_and_lab_targets_carry_the_dis_hosts():
     assert DisRunner(task(sender="h1", receiver="h1"), lab=None).scrape_ports() == {
         "h1": [naming.DIS_PORT, naming.DIS_PORT + 1]
     }
-    lab = SimpleNamespace(run_id="r1", nodes={n: SimpleNamespace(name=n, role="host") for n in ("h1", "h2", "h3")})
+    hosts = [SimpleNamespace(name=n, role="host") for n in ("h1", "h2", "h3")]  # the topology's, before any deploy
+    lab = SimpleNamespace(run_id="r1", topology=SimpleNamespace(hosts=hosts))
     groups = Lab.targets(lab, {"h2": [naming.DIS_PORT]})  # type: ignore[arg-type]
     assert [g["targets"] for g in groups] == [
         ["plab-h1:9100"],
