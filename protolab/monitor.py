@@ -326,17 +326,21 @@ class Prometheus:
         began at or after it. Targets announced before a deploy (Prometheus applies a changed target set only
         every 5 s) are found `up` by the previous deployment's last scrape when the names are the same: `since`,
         the moment the lab was up, tells those apart."""
+        if missing := self.wait_scraped(nodes, since, timeout):
+            raise MonitoringError(f"Prometheus never scraped the agents of {sorted(missing)} within {timeout:g}s")
+
+    def wait_scraped(self, nodes: set[str], since: float | None, timeout: float, poll: float = 0.3) -> set[str]:
+        """Until each node has a target that is up and (with `since`) was last scraped by a scrape that began at
+        or after `since`, at most `timeout` seconds; the nodes still missing (none: all were)."""
         deadline = time.monotonic() + timeout
-        missing = set(nodes)
-        while time.monotonic() < deadline:
+        while True:
             data = self._get("/api/v1/targets", state="active")
             healthy = {t["labels"].get("node") for t in data["activeTargets"]
                        if t["health"] == "up" and (since is None or _scraped_at(t) >= since)}  # fmt: skip
             missing = nodes - healthy
-            if not missing:
-                return
-            time.sleep(0.3)
-        raise MonitoringError(f"Prometheus never scraped the agents of {sorted(missing)} within {timeout:g}s")
+            if not missing or time.monotonic() >= deadline:
+                return missing
+            time.sleep(poll)
 
     def query(self, expr: str, at: float | None = None) -> list[dict[str, Any]]:
         params: dict[str, Any] = {"query": expr}

@@ -22,8 +22,10 @@ import time
 from pathlib import Path
 from typing import Any
 
+import requests
+
 from .. import calibration, engine, environment, kernelstate, monitor, naming, ownership
-from ..errors import EXIT_INTERRUPTED, EXIT_INVALID, EXIT_OK, ImageError, LabError, ProtolabError
+from ..errors import EXIT_INTERRUPTED, EXIT_INVALID, EXIT_OK, ImageError, LabError, MonitoringError, ProtolabError
 from ..exporter import FaultExporter
 from ..killpoint import killpoint
 from ..lab import Lab, guard, impair, parts, quiesce, selfcheck
@@ -41,7 +43,7 @@ from .session import Interrupted, Progress, Signals
 
 log = logging.getLogger(__name__)
 RESULTS = Path(__file__).resolve().parent.parent.parent / "results"
-SCRAPE_SETTLE_SECONDS = 1.5  # one more scrape after a phase so its last counters are in Prometheus
+SCRAPE_SETTLE_SECONDS = 1.5  # the longest wait after a phase for its last counters to be in Prometheus
 # spec keys read only when the rows are evaluated and rendered: --resume carries on a run whose spec changed in
 # these alone (a new check, a table, the discussion), and the results read the current ones
 REPORT_KEYS = ("description", "discussion", "tables", "knees", "plots", "checks", "derived")
@@ -473,6 +475,22 @@ class ExperimentRun:
         self._keep_pending()
         return row
 
+    def _settle_scrapes(self, lab: RunningLab, prom: monitor.Prometheus, end: float) -> None:
+        """Until the counters at the end of the measurement (`end`, a time.time()) are in Prometheus: a lab on this
+        machine, until every node's agent (and the run's exporter) was scraped by a scrape that began after it, so
+        every scrape before it is stored (a scrape's samples carry its start time), at most SCRAPE_SETTLE_SECONDS; an
+        agent that is down (the guard names it) does not hold it longer. Over testbed hosts the samples come through
+        each host's Prometheus and federation, two scrapes: the whole SCRAPE_SETTLE_SECONDS."""
+        if self.hosts is not None:
+            time.sleep(SCRAPE_SETTLE_SECONDS)
+            return
+        nodes = {h.name for h in lab.topology.hosts} | ({"orchestrator"} if self.exporter_target else set())
+        t0 = time.monotonic()
+        try:
+            prom.wait_scraped(nodes, since=end, timeout=SCRAPE_SETTLE_SECONDS, poll=0.1)
+        except (MonitoringError, requests.RequestException):  # Prometheus not answering: the reads below say so
+            time.sleep(max(0.0, SCRAPE_SETTLE_SECONDS - (time.monotonic() - t0)))
+
     def _keep_pending(self) -> None:
         """The attempt's raw series and fault events into the run's."""
         self.raw.write_rows(self._pending_raw)
@@ -520,7 +538,7 @@ class ExperimentRun:
             self.guard[f"{point.id}/{rep}"] |= {"hosts": host_figures, "reasons": reasons}
         if reasons:
             self.invalid.append(f"{point.id} rep {rep} ({point.label()}): " + "; ".join(reasons))
-        time.sleep(SCRAPE_SETTLE_SECONDS)
+        self._settle_scrapes(lab, prom, max((we for _n, _ws, we in windows), default=time.time()))
 
         def keep(phase_name: str, series: str, labels: dict[str, str], ts: float, value: float) -> None:
             self._pending_raw.append((point.id, rep, phase_name, series, labels, ts, value))

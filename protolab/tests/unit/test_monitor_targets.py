@@ -69,3 +69,38 @@ def test_a_last_scrape_is_read_as_prometheus_writes_it(text, want):
         assert got < 0  # Go's zero time: before anything
     else:
         assert got == pytest.approx(want, abs=1e-6)
+
+
+def test_a_measurement_waits_for_the_scrape_after_its_end_and_no_longer(monkeypatch):
+    """After a phase, the run waits until every node's agent and its exporter were scraped after the window's end
+    (at most SCRAPE_SETTLE_SECONDS); over testbed hosts (two scrapes, through federation) the whole of it; with
+    Prometheus not answering, the rest of it (the reads after it say what is wrong)."""
+    from types import SimpleNamespace
+
+    from protolab.orchestrator import experiment
+
+    sleeps: list[float] = []
+    monkeypatch.setattr(experiment.time, "sleep", sleeps.append)
+    lab = SimpleNamespace(topology=SimpleNamespace(hosts=[SimpleNamespace(name="h1"), SimpleNamespace(name="h2")]))
+    asked: list[tuple] = []
+
+    class Prom:
+        def wait_scraped(self, nodes, since, timeout, poll):
+            asked.append((nodes, since, timeout))
+            return set()
+
+    run = SimpleNamespace(hosts=None, exporter_target={"targets": ["x:1"]})
+    experiment.ExperimentRun._settle_scrapes(run, lab, Prom(), 1234.5)  # type: ignore[arg-type]
+    assert asked == [({"h1", "h2", "orchestrator"}, 1234.5, experiment.SCRAPE_SETTLE_SECONDS)] and sleeps == []
+    run.hosts = object()
+    experiment.ExperimentRun._settle_scrapes(run, lab, Prom(), 1234.5)  # type: ignore[arg-type]
+    assert len(asked) == 1 and sleeps == [experiment.SCRAPE_SETTLE_SECONDS]
+
+    class Down:
+        def wait_scraped(self, *_a, **_k):
+            raise MonitoringError("prometheus /api/v1/targets: HTTP 503")
+
+    sleeps.clear()
+    run.hosts = None
+    experiment.ExperimentRun._settle_scrapes(run, lab, Down(), 1234.5)  # type: ignore[arg-type]
+    assert len(sleeps) == 1 and 0 < sleeps[0] <= experiment.SCRAPE_SETTLE_SECONDS
