@@ -286,7 +286,8 @@ class Sample:
 
 
 def _scraped_at(target: dict[str, Any]) -> float:
-    """A target's last scrape's start as a time.time() (0 before its first: Go's zero time, or none given)."""
+    """A target's last scrape's start as a time.time(): before any time a run uses when it has not been scraped
+    yet (Go's zero time, year 1) or the field is missing or unreadable (0)."""
     from datetime import datetime
 
     try:

@@ -484,7 +484,8 @@ class ExperimentRun:
         if self.hosts is not None:
             time.sleep(SCRAPE_SETTLE_SECONDS)
             return
-        nodes = {h.name for h in lab.topology.hosts} | ({"orchestrator"} if self.exporter_target else set())
+        exporter = {self.exporter_target["labels"]["node"]} if self.exporter_target else set()
+        nodes = {h.name for h in lab.topology.hosts} | exporter
         t0 = time.monotonic()
         try:
             prom.wait_scraped(nodes, since=end, timeout=SCRAPE_SETTLE_SECONDS, poll=0.1)

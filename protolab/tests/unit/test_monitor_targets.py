@@ -89,7 +89,7 @@ def test_a_measurement_waits_for_the_scrape_after_its_end_and_no_longer(monkeypa
             asked.append((nodes, since, timeout))
             return set()
 
-    run = SimpleNamespace(hosts=None, exporter_target={"targets": ["x:1"]})
+    run = SimpleNamespace(hosts=None, exporter_target={"targets": ["x:1"], "labels": {"node": "orchestrator"}})
     experiment.ExperimentRun._settle_scrapes(run, lab, Prom(), 1234.5)  # type: ignore[arg-type]
     assert asked == [({"h1", "h2", "orchestrator"}, 1234.5, experiment.SCRAPE_SETTLE_SECONDS)] and sleeps == []
     run.hosts = object()
